@@ -1,0 +1,75 @@
+#ifndef AILOOP_CLI_H
+#define AILOOP_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+/*
+ * The command line: one cmd_<name>() per subcommand (src/cli/), each
+ * returning the process exit status. Only main() and the commands exit.
+ */
+enum al_exit {
+	AL_EXIT_OK = 0,
+	AL_EXIT_FAILED = 1,       /* flow finished without success */
+	AL_EXIT_TIMEOUT = 2,      /* a node's timeout expired */
+	AL_EXIT_INTERRUPTED = 3,  /* SIGINT/SIGTERM; run paused, resumable */
+	AL_EXIT_BLOCKED = 4,      /* circuit breaker; resumable */
+	AL_EXIT_USAGE = 64,
+	AL_EXIT_DATAERR = 65,     /* invalid flow or agent file */
+	AL_EXIT_NOINPUT = 66,     /* a needed file is missing */
+	AL_EXIT_UNAVAILABLE = 69, /* an agent runner is not installed */
+	AL_EXIT_SOFTWARE = 70,    /* internal error */
+	AL_EXIT_TEMPFAIL = 75,    /* locked by another live ailoop */
+};
+
+struct al_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *usage;   /* options and arguments after the name */
+	const char *summary; /* one line */
+	const char *help;    /* the rest of `ailoop help NAME` */
+};
+
+extern const struct al_command al_commands[];
+const struct al_command *al_command_find(const char *name);
+
+int cmd_validate(int argc, char **argv);
+int cmd_graph(int argc, char **argv);
+
+/*
+ * Option parsing shared by the commands: getopt_long with our own messages.
+ * Returns the option, or -1 at the end. `-h`/`--help` print the command's
+ * help and make *exit_code 0; an unknown option or a missing argument
+ * prints the usage and makes it 64. In both cases the return is '?'.
+ */
+int al_cli_getopt(int argc, char **argv, const char *shorts, const struct option *longs,
+		  const char *cmd, int *exit_code);
+
+void al_cli_usage(FILE *out, const struct al_command *cmd);
+void al_cli_help(FILE *out, const struct al_command *cmd);
+/* "ailoop: error: …" on stderr; returns `code` for `return al_cli_fail(...)`. */
+int al_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The exit status for an AL_E* error code. */
+int al_cli_exit_code(int err);
+/* Colour only on a terminal and never when NO_COLOR is set. */
+bool al_cli_color(FILE *f);
+
+/*
+ * Finds the repository root (the nearest directory up from the current one
+ * that holds .ai-loop or .git) and makes it the current directory, so that
+ * paths in flows resolve. `*flow` (as the user gave it, or NULL for the
+ * default .ai-loop/flow.yaml) is rewritten relative to the root. Caller
+ * frees *flow_out.
+ */
+int al_cli_enter_root(const char *flow, char **flow_out);
+
+struct al_diags;
+struct al_flow;
+/*
+ * Enters the root and loads the flow (--flow or the default), printing the
+ * diagnostics or error. Returns 0 with *out set, or the exit status.
+ */
+int al_cli_load_flow(const char *flow_arg, struct al_diags *diags, struct al_flow **out);
+
+#endif

@@ -1,0 +1,158 @@
+#ifndef AILOOP_FLOW_H
+#define AILOOP_FLOW_H
+
+#include "ailoop/agent.h"
+#include "ailoop/condition.h"
+#include "ailoop/diag.h"
+#include "ailoop/runner.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * The flow: `.ai-loop/flow.yaml` (YAML, or JSON) as ailoop's own tree.
+ * Loading validates everything that can be known before a run: keys, types,
+ * ids, agent files, patterns, runner names. Strings point into the parsed
+ * document, which the flow keeps alive, so every value keeps its position.
+ */
+#define AL_FLOW_MAX_BYTES (1024 * 1024)
+#define AL_FLOW_MAX_DEPTH 64
+#define AL_DEFAULT_MAX_ITERATIONS 10
+#define AL_DEFAULT_AGENT_TIMEOUT 1800
+#define AL_DEFAULT_ACTION_AGENT ".ai-loop/agents/action.md"
+#define AL_BUILTIN_ALL_PASS "builtin:all-pass"
+
+enum al_node_type {
+	AL_NODE_LOOP,
+	AL_NODE_SEQUENCE,
+	AL_NODE_FALLBACK,
+	AL_NODE_PARALLEL,
+	AL_NODE_CONDITIONAL,
+	AL_NODE_ACTION,
+	AL_NODE_TRANSACTION,
+};
+
+enum al_exit_on { AL_EXIT_CONDITION_TRUE, AL_EXIT_CONDITION_FALSE, AL_EXIT_MANUAL_BREAK };
+enum al_on_error { AL_ON_ERROR_FAIL_FAST, AL_ON_ERROR_CONTINUE };
+enum al_strategy { AL_STRATEGY_DIRECT, AL_STRATEGY_COMPOSITE };
+
+/* A reference to an agent file, where the flow names it. */
+struct al_agent_ref {
+	const char *path;      /* as resolved, relative to the repository root */
+	struct al_pos pos;
+	struct al_agent *agent; /* owned by the flow's agent table */
+};
+
+struct al_sensor {
+	struct al_agent_ref ref;
+	const char *name; /* agent `name`, else file name without `.md` */
+};
+
+struct al_node {
+	enum al_node_type type;
+	const char *id;
+	bool id_generated;
+	struct al_pos pos;
+	struct al_node *parent;
+	int depth;      /* root is 0 */
+	char *path;     /* ids from the root joined by '/' */
+	const char *description;
+
+	/* every type: 0 = no deadline */
+	int timeout_seconds;
+
+	/* loop, sensor form (sensors != NULL or controller set) */
+	bool sensor_form;
+	struct al_agent_ref controller; /* path AL_BUILTIN_ALL_PASS: no agent */
+	bool builtin_all_pass;
+	struct al_sensor *sensors;
+	size_t nsensors;
+	bool sensors_parallel;
+	enum al_strategy strategy;
+	struct al_agent_ref actuator; /* strategy direct */
+	struct al_node *child;        /* strategy composite */
+	int max_iterations;
+
+	/* loop, ReAcTree form */
+	struct al_condition *condition; /* also conditional */
+	enum al_exit_on exit_on;
+
+	/* sequence, fallback, parallel, transaction, ReAcTree loop */
+	struct al_node **children;
+	size_t nchildren;
+
+	/* parallel: 0 = default (all / 1 / unbounded) */
+	int success_threshold;
+	int failure_threshold;
+	int max_concurrency;
+
+	/* conditional */
+	struct al_node *then_branch;
+	struct al_node *else_branch;
+
+	/* action */
+	struct al_agent_ref action_agent; /* path NULL for break_loop */
+	const char *skill;
+	const char *args;
+	const char *target;
+	const char *message;
+	bool feedback_enabled;
+	const char *output_to_memory;
+	bool break_loop;
+
+	/* transaction: what makes it roll back (failure, timeout, error) */
+	unsigned rollback_on;
+};
+
+enum { AL_ROLLBACK_FAILURE = 1, AL_ROLLBACK_TIMEOUT = 2, AL_ROLLBACK_ERROR = 4 };
+
+struct al_flow {
+	char *file; /* as the user named it */
+	struct al_diags *diags;
+	struct al_doc *doc;
+	char *text;
+	size_t text_len;
+
+	const char *workflow_name;
+	const char *default_runner;
+	struct al_pos default_runner_pos;
+	int agent_timeout_seconds;
+	const char *action_agent;
+	enum al_on_error on_error;
+	const char *converge_model;
+	int max_agent_calls_per_hour;
+
+	struct al_runners runners;
+	struct al_agents agents;
+
+	struct al_node *root;
+	size_t node_count;
+	int max_depth;
+
+	char **owned; /* strings made while loading (resolved agent paths) */
+	size_t nowned;
+};
+
+/*
+ * Loads and validates the flow in `file` (relative to the current directory,
+ * which is the repository root). Every problem found goes to `diags`.
+ * Returns 0 with *out set, AL_ENOTFOUND if the file does not exist (message
+ * in al_errmsg(), nothing in diags), or AL_EINVALID with diagnostics.
+ * Free with al_flow_free(); `diags` must outlive the flow.
+ */
+int al_flow_load(struct al_flow **out, const char *file, struct al_diags *diags);
+void al_flow_free(struct al_flow *flow);
+
+const char *al_node_type_name(enum al_node_type type);
+
+/* Calls `fn` for every node, parents before children. */
+void al_flow_walk(struct al_node *root, void (*fn)(struct al_node *, void *), void *data);
+
+/* The node at `path` ("a/b/c"), or NULL. */
+struct al_node *al_flow_find(const struct al_flow *flow, const char *path);
+
+/* The children of a node in order: composite child, branches, children. */
+size_t al_node_nkids(const struct al_node *n);
+struct al_node *al_node_kid(const struct al_node *n, size_t i);
+
+#endif

@@ -1,0 +1,45 @@
+#ifndef AILOOP_RUNNER_H
+#define AILOOP_RUNNER_H
+
+#include "ailoop/diag.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * Runner presets: how to start an agent CLI headless so that it can edit
+ * files. A command template may hold {model}, {tools}, {disallowed-tools},
+ * {prompt} and {prompt-file}; an argument whose placeholders all expand to
+ * nothing is left out (so "--model={model}" vanishes when there is no
+ * model). The prompt goes to standard input, is the last argument ({prompt}
+ * where the template says), or is a file whose path is the last argument
+ * ({prompt-file} where the template says).
+ */
+enum al_prompt_mode { AL_PROMPT_STDIN, AL_PROMPT_ARG, AL_PROMPT_FILE };
+
+struct al_runner {
+	const char *name;
+	const char *const *argv; /* NULL-terminated template */
+	enum al_prompt_mode prompt;
+	const char *install; /* how to install the program, for the error */
+	struct al_pos pos;   /* where the flow defines it; file NULL if built in */
+	bool owns_argv;
+};
+
+struct al_runners {
+	struct al_runner *v;
+	size_t n, alloc;
+};
+
+/* Fills `rs` with the built-in presets: claude, codex, gemini, aider, opencode. */
+void al_runners_init(struct al_runners *rs);
+void al_runners_release(struct al_runners *rs);
+struct al_runner *al_runners_find(const struct al_runners *rs, const char *name);
+/* The runner called `name`, added (empty) if it is not there yet. */
+struct al_runner *al_runners_get(struct al_runners *rs, const char *name);
+/* Comma-separated names, for error messages. Caller frees. */
+char *al_runners_names(const struct al_runners *rs);
+
+extern const char *const al_prompt_mode_names[3];
+
+#endif

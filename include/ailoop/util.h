@@ -1,0 +1,92 @@
+#ifndef AILOOP_UTIL_H
+#define AILOOP_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Error codes returned (negated) by every fallible function. 0 is success.
+ * The human-readable reason of the last failure is kept by al_err() and read
+ * with al_errmsg(), in the manner of libgit2's git_error_last().
+ */
+enum {
+	AL_OK = 0,
+	AL_ERROR = -1,       /* generic failure; the message says what */
+	AL_ENOTFOUND = -2,   /* a needed file or object does not exist */
+	AL_EINVALID = -3,    /* invalid flow, agent file or state file */
+	AL_ETIMEOUT = -4,    /* a deadline expired */
+	AL_EINTR = -5,       /* interrupted by SIGINT/SIGTERM */
+	AL_ELOCKED = -6,     /* held by another live process */
+	AL_ENORUNNER = -7,   /* an agent runner's program is not installed */
+	AL_EUSAGE = -8,      /* bad command line */
+	AL_EAGENT = -9,      /* an agent failed (exit status, no output, …) */
+	AL_EBLOCKED = -10,   /* the circuit breaker opened */
+};
+
+/* Records the message of a failure and returns `code`. */
+int al_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The message of the last al_err(), or "" if none. */
+const char *al_errmsg(void);
+void al_err_clear(void);
+
+__attribute__((noreturn)) void al_die_oom(void);
+void *al_malloc(size_t n);
+void *al_calloc(size_t nmemb, size_t size);
+void *al_realloc(void *p, size_t n);
+char *al_strdup(const char *s);
+char *al_strndup(const char *s, size_t n);
+char *al_xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define AL_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/* Grows `v` (of `alloc` elements) so that index `n` is valid. */
+#define AL_GROW(v, n, alloc)                                                 \
+	do {                                                                 \
+		if ((size_t)(n) >= (alloc)) {                                \
+			(alloc) = (alloc) ? (alloc) * 2 : 8;                 \
+			if ((alloc) <= (size_t)(n))                          \
+				(alloc) = (size_t)(n) + 1;                   \
+			(v) = al_realloc((v), (alloc) * sizeof(*(v)));       \
+		}                                                            \
+	} while (0)
+
+bool al_starts_with(const char *s, const char *prefix);
+bool al_ends_with(const char *s, const char *suffix);
+
+/* Edit distance, for "did you mean" hints. */
+size_t al_levenshtein(const char *a, const char *b);
+/* The candidate closest to `word` if it is close enough to be a likely typo. */
+const char *al_closest(const char *word, const char *const *candidates, size_t n);
+
+/*
+ * Checks that `s` is UTF-8 text: well-formed sequences and no NUL or other
+ * control characters but tab, LF, CR. On failure returns false and sets the
+ * 1-based line and column (in characters) of the first offending byte.
+ */
+bool al_utf8_text(const char *s, size_t len, int *line, int *col);
+
+/* 64-bit FNV-1a. */
+uint64_t al_hash(const char *s, size_t len);
+
+/*
+ * A map from strings to pointers. Keys are not copied: they must outlive
+ * the map. Used where quadratic scans would make large flows slow.
+ */
+struct al_strmap_slot {
+	const char *key;
+	void *val;
+};
+struct al_strmap {
+	struct al_strmap_slot *slots;
+	size_t n, cap;
+};
+#define AL_STRMAP_INIT { NULL, 0, 0 }
+/* Adds `key` unless present; returns the value now stored under it. */
+void *al_strmap_put(struct al_strmap *map, const char *key, void *val);
+void *al_strmap_get(const struct al_strmap *map, const char *key);
+void al_strmap_release(struct al_strmap *map);
+
+/* Monotonic milliseconds, for durations and deadlines. */
+int64_t al_now_ms(void);
+
+#endif

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ailoop needs to build and test, if missing.
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config git libyaml-dev libgit2-dev
+	libpcre2-dev libcriterion-dev libjansson-dev graphviz)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing: ${missing[*]}" >&2
+sudo=
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get install -y -q "${missing[@]}" >/dev/null ||
+	{ $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q "${missing[@]}" >/dev/null; }

@@ -1,0 +1,49 @@
+#include "ailoop/cli.h"
+#include "ailoop/graph.h"
+
+#include <string.h>
+
+int cmd_graph(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "flow", required_argument, NULL, 'f' },
+		{ "format", required_argument, NULL, 'F' },
+		{ "help", no_argument, NULL, 0 },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct al_diags diags = AL_DIAGS_INIT;
+	struct al_strbuf out = AL_STRBUF_INIT;
+	enum al_graph_format format = AL_GRAPH_MERMAID;
+	struct al_flow *flow = NULL;
+	const char *flow_arg = NULL;
+	int c, code = 0;
+
+	while ((c = al_cli_getopt(argc, argv, "f:", longs, "graph", &code)) != -1) {
+		if (c == '?')
+			return code;
+		if (c == 'f') {
+			flow_arg = optarg;
+		} else if (c == 'F') {
+			if (!strcmp(optarg, "mermaid"))
+				format = AL_GRAPH_MERMAID;
+			else if (!strcmp(optarg, "dot"))
+				format = AL_GRAPH_DOT;
+			else
+				return al_cli_fail(AL_EXIT_USAGE,
+						   "unknown format '%s' (use mermaid or dot)", optarg);
+		}
+	}
+	if (optind < argc) {
+		al_cli_usage(stderr, al_command_find("graph"));
+		return AL_EXIT_USAGE;
+	}
+	code = al_cli_load_flow(flow_arg, &diags, &flow);
+	if (!code) {
+		al_graph_write(flow, format, &out);
+		fwrite(out.buf, 1, out.len, stdout);
+	}
+	al_strbuf_release(&out);
+	al_flow_free(flow);
+	al_diags_release(&diags);
+	return code;
+}

@@ -1,0 +1,65 @@
+#include "ailoop/cli.h"
+#include "ailoop/flow.h"
+#include "ailoop/util.h"
+
+#include <stdlib.h>
+
+/*
+ * Loads the flow named by --flow (or the default) for a command. Prints the
+ * diagnostics or the error and returns the exit status on failure, 0 with
+ * *out set on success.
+ */
+int al_cli_load_flow(const char *flow_arg, struct al_diags *diags, struct al_flow **out)
+{
+	char *file;
+	int err;
+
+	if ((err = al_cli_enter_root(flow_arg, &file)) < 0)
+		return al_cli_fail(al_cli_exit_code(err), "%s", al_errmsg());
+	err = al_flow_load(out, file, diags);
+	if (err == AL_ENOTFOUND) {
+		if (flow_arg)
+			al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
+		else
+			al_cli_fail(AL_EXIT_NOINPUT, "%s: run 'ailoop setup' first", al_errmsg());
+	} else if (err < 0) {
+		al_diags_sort(diags);
+		al_diags_print(diags, stderr, al_cli_color(stderr));
+		fprintf(stderr, "ailoop: %zu error%s in %s\n", diags->n, diags->n == 1 ? "" : "s",
+			file);
+	}
+	free(file);
+	return err < 0 ? al_cli_exit_code(err) : 0;
+}
+
+int cmd_validate(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "flow", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 0 },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct al_diags diags = AL_DIAGS_INIT;
+	struct al_flow *flow = NULL;
+	const char *flow_arg = NULL;
+	int c, code = 0;
+
+	while ((c = al_cli_getopt(argc, argv, "f:", longs, "validate", &code)) != -1) {
+		if (c == '?')
+			return code;
+		if (c == 'f')
+			flow_arg = optarg;
+	}
+	if (optind < argc) {
+		al_cli_usage(stderr, al_command_find("validate"));
+		return AL_EXIT_USAGE;
+	}
+	code = al_cli_load_flow(flow_arg, &diags, &flow);
+	if (!code)
+		printf("%s: ok: %zu node%s, depth %d, %zu agent file%s\n", flow->file,
+		       flow->node_count, flow->node_count == 1 ? "" : "s", flow->max_depth + 1,
+		       flow->agents.n, flow->agents.n == 1 ? "" : "s");
+	al_flow_free(flow);
+	al_diags_release(&diags);
+	return code;
+}

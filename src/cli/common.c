@@ -1,0 +1,143 @@
+#include "ailoop/cli.h"
+#include "ailoop/strbuf.h"
+#include "ailoop/util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void al_cli_usage(FILE *out, const struct al_command *cmd)
+{
+	fprintf(out, "usage: ailoop %s %s\n", cmd->name, cmd->usage);
+}
+
+void al_cli_help(FILE *out, const struct al_command *cmd)
+{
+	al_cli_usage(out, cmd);
+	fprintf(out, "\n%s.\n\n%s", cmd->summary, cmd->help);
+}
+
+int al_cli_fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ailoop: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+int al_cli_getopt(int argc, char **argv, const char *shorts, const struct option *longs,
+		  const char *name, int *exit_code)
+{
+	const struct al_command *cmd = al_command_find(name);
+	char spec[64];
+	int c, idx = -1;
+
+	snprintf(spec, sizeof(spec), ":h%s", shorts);
+	opterr = 0;
+	c = getopt_long(argc, argv, spec, longs, &idx);
+	if (c == 'h' || (c == 0 && idx >= 0 && !strcmp(longs[idx].name, "help"))) {
+		al_cli_help(stdout, cmd);
+		*exit_code = AL_EXIT_OK;
+		return '?';
+	}
+	if (c == '?' || c == ':') {
+		const char *arg = argv[optind - 1];
+
+		if (c == ':')
+			fprintf(stderr, "ailoop: error: option '%s' needs a value\n", arg);
+		else if (optopt && !al_starts_with(arg, "--"))
+			fprintf(stderr, "ailoop: error: unknown option '-%c'\n", optopt);
+		else
+			fprintf(stderr, "ailoop: error: unknown option '%s'\n", arg);
+		al_cli_usage(stderr, cmd);
+		*exit_code = AL_EXIT_USAGE;
+		return '?';
+	}
+	return c;
+}
+
+int al_cli_exit_code(int err)
+{
+	switch (err) {
+	case AL_OK: return AL_EXIT_OK;
+	case AL_EUSAGE: return AL_EXIT_USAGE;
+	case AL_EINVALID: return AL_EXIT_DATAERR;
+	case AL_ENOTFOUND: return AL_EXIT_NOINPUT;
+	case AL_ENORUNNER: return AL_EXIT_UNAVAILABLE;
+	case AL_ELOCKED: return AL_EXIT_TEMPFAIL;
+	case AL_ETIMEOUT: return AL_EXIT_TIMEOUT;
+	case AL_EINTR: return AL_EXIT_INTERRUPTED;
+	case AL_EBLOCKED: return AL_EXIT_BLOCKED;
+	default: return AL_EXIT_SOFTWARE;
+	}
+}
+
+bool al_cli_color(FILE *f)
+{
+	const char *no = getenv("NO_COLOR");
+
+	return isatty(fileno(f)) && !(no && *no);
+}
+
+static bool is_root(const char *dir)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	struct stat st;
+	bool found;
+
+	al_strbuf_addf(&sb, "%s/.ai-loop", dir);
+	found = stat(sb.buf, &st) == 0 && S_ISDIR(st.st_mode);
+	if (!found) {
+		al_strbuf_reset(&sb);
+		al_strbuf_addf(&sb, "%s/.git", dir);
+		found = stat(sb.buf, &st) == 0;
+	}
+	al_strbuf_release(&sb);
+	return found;
+}
+
+int al_cli_enter_root(const char *flow, char **flow_out)
+{
+	char cwd[PATH_MAX], root[PATH_MAX];
+	struct al_strbuf abs = AL_STRBUF_INIT;
+	size_t rlen;
+
+	*flow_out = NULL;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return al_err(AL_ERROR, "cannot read the current directory: %s", strerror(errno));
+	memcpy(root, cwd, sizeof(root));
+	while (!is_root(root)) {
+		char *slash = strrchr(root, '/');
+
+		if (!slash || slash == root) {
+			memcpy(root, cwd, sizeof(root)); /* none: stay where we are */
+			break;
+		}
+		*slash = '\0';
+	}
+	if (chdir(root) < 0)
+		return al_err(AL_ERROR, "cannot enter '%s': %s", root, strerror(errno));
+	if (!flow) {
+		*flow_out = al_strdup(".ai-loop/flow.yaml");
+		return 0;
+	}
+	if (flow[0] == '/')
+		al_strbuf_adds(&abs, flow);
+	else
+		al_strbuf_addf(&abs, "%s/%s", cwd, flow);
+	rlen = strlen(root);
+	if (!strncmp(abs.buf, root, rlen) && abs.buf[rlen] == '/')
+		*flow_out = al_strdup(abs.buf + rlen + 1);
+	else
+		*flow_out = al_strbuf_detach(&abs, NULL);
+	al_strbuf_release(&abs);
+	return 0;
+}

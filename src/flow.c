@@ -1,0 +1,974 @@
+#include "ailoop/flow.h"
+#include "ailoop/check.h"
+#include "ailoop/strbuf.h"
+#include "ailoop/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/*
+ * Loading walks the document once, in order, reporting every problem it
+ * meets and carrying on, so that `ailoop validate` shows them all. Each node
+ * type has its own table of keys; a key outside it is reported with the
+ * nearest known key as a hint.
+ */
+struct loader {
+	struct al_check c;
+	struct al_flow *flow;
+	char **owned; /* strings the flow allocated (resolved agent paths) */
+	size_t nowned, owned_alloc;
+};
+
+static const char *const type_names[] = {
+	"loop", "sequence", "fallback", "parallel", "conditional", "action", "transaction",
+};
+
+const char *al_node_type_name(enum al_node_type type)
+{
+	return type_names[type];
+}
+
+static const char *own(struct loader *l, char *s)
+{
+	AL_GROW(l->owned, l->nowned, l->owned_alloc);
+	l->owned[l->nowned++] = s;
+	return s;
+}
+
+static void error(struct loader *l, struct al_pos pos, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void error(struct loader *l, struct al_pos pos, const char *fmt, ...)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	al_strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	al_check_error(&l->c, pos, "%s", sb.buf);
+	al_strbuf_release(&sb);
+}
+
+/* Keys each node type accepts, beside the ones every node has. */
+static const char *const common_keys[] = {
+	"id", "node_id", "type", "description", "timeout_seconds", "termination",
+};
+static const char *const loop_sensor_keys[] = {
+	"controller", "sensors", "sensors_parallel", "actuator", "max_iterations",
+};
+static const char *const loop_reactree_keys[] = {
+	"condition", "exit_on", "children", "max_iterations",
+};
+static const char *const children_keys[] = { "children" };
+static const char *const parallel_keys[] = {
+	"children", "success_threshold", "failure_threshold", "max_concurrency",
+};
+static const char *const conditional_keys[] = {
+	"condition", "true_branch", "then", "false_branch", "else",
+};
+static const char *const action_keys[] = {
+	"agent", "skill", "task", "args", "target", "message", "feedback_enabled",
+	"output_to_memory",
+};
+static const char *const transaction_keys[] = { "children", "rollback_on" };
+
+struct keyset {
+	const char *const *keys;
+	size_t n;
+};
+
+static struct keyset type_keys(const struct al_node *n)
+{
+	struct keyset k = { NULL, 0 };
+
+#define KEYS(a) (k.keys = (a), k.n = AL_ARRAY_SIZE(a))
+	switch (n->type) {
+	case AL_NODE_LOOP: n->sensor_form ? KEYS(loop_sensor_keys) : KEYS(loop_reactree_keys); break;
+	case AL_NODE_SEQUENCE:
+	case AL_NODE_FALLBACK: KEYS(children_keys); break;
+	case AL_NODE_PARALLEL: KEYS(parallel_keys); break;
+	case AL_NODE_CONDITIONAL: KEYS(conditional_keys); break;
+	case AL_NODE_ACTION: KEYS(action_keys); break;
+	case AL_NODE_TRANSACTION: KEYS(transaction_keys); break;
+	}
+#undef KEYS
+	return k;
+}
+
+static bool in_set(const char *key, const char *const *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(key, keys[i]))
+			return true;
+	return false;
+}
+
+static void unknown_key(struct loader *l, const struct al_node *n, const struct al_val *key)
+{
+	struct keyset k = type_keys(n);
+	const char *all[32];
+	size_t m = 0;
+	char where[64];
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(common_keys); i++)
+		all[m++] = common_keys[i];
+	for (size_t i = 0; i < k.n; i++)
+		all[m++] = k.keys[i];
+	snprintf(where, sizeof(where), "%s%s node", n->type == AL_NODE_LOOP ? (n->sensor_form ? "a sensor-form " : "a ReAcTree ") : "a ", type_names[n->type]);
+	al_check_unknown_key(&l->c, key, all, m, where);
+}
+
+static bool valid_id(const char *s)
+{
+	if (!isalnum((unsigned char)*s))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-')
+			return false;
+	return true;
+}
+
+/* "RSpec Specialist" -> "rspec-specialist", "TestOracle" -> "test-oracle". */
+static char *kebab(const char *name)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	for (const char *p = name; *p; p++) {
+		unsigned char ch = (unsigned char)*p;
+
+		if (isalnum(ch)) {
+			if (isupper(ch) && p > name && islower((unsigned char)p[-1]))
+				al_strbuf_addch(&sb, '-');
+			al_strbuf_addch(&sb, tolower(ch));
+		} else if (sb.len && sb.buf[sb.len - 1] != '-') {
+			al_strbuf_addch(&sb, '-');
+		}
+	}
+	while (sb.len && sb.buf[sb.len - 1] == '-')
+		al_strbuf_setlen(&sb, sb.len - 1);
+	return al_strbuf_detach(&sb, NULL);
+}
+
+static void agent_ref(struct loader *l, struct al_agent_ref *ref, const char *path,
+		      struct al_pos pos)
+{
+	ref->path = path;
+	ref->pos = pos;
+	ref->agent = al_agents_load(&l->flow->agents, path, pos, l->c.diags);
+}
+
+/* A path-valued key naming an agent file. */
+static void agent_key(struct loader *l, struct al_agent_ref *ref, const struct al_val *v,
+		      const char *key)
+{
+	const char *s;
+
+	if (!al_check_string(&l->c, v, key, &s))
+		return;
+	if (!*s) {
+		error(l, v->pos, "'%s' must name an agent file", key);
+		return;
+	}
+	agent_ref(l, ref, s, v->pos);
+}
+
+static struct al_node *parse_node(struct loader *l, const struct al_val *v,
+				  struct al_node *parent, int position);
+
+/* Reads `children`; ids are checked for clashes among the siblings. */
+static void parse_children(struct loader *l, struct al_node *n, const struct al_val *v)
+{
+	struct al_strmap seen = AL_STRMAP_INIT;
+
+	if (!al_check_kind(&l->c, v, AL_VAL_SEQ, "children"))
+		return;
+	n->children = al_calloc(v->n, sizeof(*n->children));
+	for (size_t i = 0; i < v->n; i++) {
+		struct al_node *kid = parse_node(l, v->items[i], n, (int)i + 1);
+		struct al_node *first;
+
+		if (!kid)
+			continue;
+		n->children[n->nchildren++] = kid;
+		first = al_strmap_put(&seen, kid->id, kid);
+		if (first != kid)
+			error(l, kid->pos, "duplicate id '%s' among siblings (first at line %d)",
+			      kid->id, first->pos.line);
+	}
+	al_strmap_release(&seen);
+}
+
+static void parse_sensors(struct loader *l, struct al_node *n, const struct al_val *v)
+{
+	if (!al_check_kind(&l->c, v, AL_VAL_SEQ, "sensors"))
+		return;
+	n->sensors = al_calloc(v->n, sizeof(*n->sensors));
+	for (size_t i = 0; i < v->n; i++) {
+		struct al_sensor *s = &n->sensors[n->nsensors];
+		const struct al_val *item = v->items[i];
+		const char *base;
+
+		if (item->kind != AL_VAL_SCALAR || al_val_is_null(item)) {
+			error(l, item->pos, "each sensor must be the path of an agent file, not %s",
+			      al_val_describe(item));
+			continue;
+		}
+		agent_key(l, &s->ref, item, "sensors");
+		if (!s->ref.path)
+			continue;
+		n->nsensors++;
+		if (s->ref.agent->loaded && s->ref.agent->name) {
+			s->name = s->ref.agent->name;
+			continue;
+		}
+		base = strrchr(s->ref.path, '/');
+		base = base ? base + 1 : s->ref.path;
+		s->name = own(l, al_strndup(base, al_ends_with(base, ".md") ? strlen(base) - 3
+									  : strlen(base)));
+		if (!valid_id(s->name))
+			error(l, item->pos, "sensor name '%s' (from the file name) must be letters, "
+			      "digits, '_' and '-': give the agent a 'name'", s->name);
+	}
+	for (size_t i = 0; i < n->nsensors; i++)
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(n->sensors[i].name, n->sensors[j].name))
+				error(l, n->sensors[i].ref.pos,
+				      "sensor name '%s' is used twice in this loop", n->sensors[i].name);
+}
+
+static void parse_actuator(struct loader *l, struct al_node *n, const struct al_val *v)
+{
+	static const char *const keys[] = { "strategy", "agent", "child" };
+	static const char *const strategies[] = { "direct", "composite" };
+	const struct al_val *agent = NULL, *child = NULL;
+	int strategy = -1;
+
+	if (!al_check_kind(&l->c, v, AL_VAL_MAP, "actuator")) {
+		if (!v || al_val_is_null(v))
+			error(l, n->pos, "loop needs an 'actuator'");
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		const struct al_val *k = AL_VAL_KEY(v, i), *val = AL_VAL_VALUE(v, i);
+
+		if (!strcmp(k->str, "strategy"))
+			al_check_enum(&l->c, val, "strategy", strategies, 2, &strategy);
+		else if (!strcmp(k->str, "agent"))
+			agent = al_val_is_null(val) ? NULL : val;
+		else if (!strcmp(k->str, "child"))
+			child = al_val_is_null(val) ? NULL : val;
+		else
+			al_check_unknown_key(&l->c, k, keys, AL_ARRAY_SIZE(keys), "actuator");
+	}
+	if (strategy < 0 && !al_val_get(v, "strategy"))
+		strategy = child ? AL_STRATEGY_COMPOSITE : AL_STRATEGY_DIRECT;
+	if (strategy < 0)
+		return;
+	n->strategy = (enum al_strategy)strategy;
+	if (n->strategy == AL_STRATEGY_COMPOSITE) {
+		if (!child)
+			error(l, v->pos, "a composite actuator needs a 'child' node");
+		else
+			n->child = parse_node(l, child, n, 1);
+		if (agent)
+			error(l, agent->pos, "a composite actuator runs its child, not an 'agent'");
+	} else {
+		if (!agent)
+			error(l, v->pos, "a direct actuator needs an 'agent'");
+		else
+			agent_key(l, &n->actuator, agent, "agent");
+		if (child)
+			error(l, child->pos, "a direct actuator runs an agent: use strategy "
+			      "composite for a 'child'");
+	}
+}
+
+static void parse_termination(struct loader *l, struct al_node *n, const struct al_val *v,
+			      const struct al_val **max_it, const struct al_val **timeout)
+{
+	static const char *const keys[] = { "max_iterations", "timeout_seconds" };
+
+	if (!al_check_kind(&l->c, v, AL_VAL_MAP, "termination"))
+		return;
+	for (size_t i = 0; i < v->n; i++) {
+		const struct al_val *k = AL_VAL_KEY(v, i), *val = AL_VAL_VALUE(v, i);
+
+		if (!strcmp(k->str, "max_iterations") && n->type == AL_NODE_LOOP)
+			*max_it = val;
+		else if (!strcmp(k->str, "timeout_seconds"))
+			*timeout = val;
+		else
+			al_check_unknown_key(&l->c, k, keys, n->type == AL_NODE_LOOP ? 2 : 1,
+					     "termination");
+	}
+}
+
+static void parse_rollback_on(struct loader *l, struct al_node *n, const struct al_val *v)
+{
+	static const char *const names[] = { "failure", "timeout", "error" };
+	const char **list;
+	size_t count;
+
+	if (!al_check_string_list(&l->c, v, "rollback_on", &list, &count))
+		return;
+	n->rollback_on = 0;
+	for (size_t i = 0; i < count; i++) {
+		size_t k = 0;
+
+		while (k < AL_ARRAY_SIZE(names) && strcmp(list[i], names[k]))
+			k++;
+		if (k == AL_ARRAY_SIZE(names))
+			error(l, v->items[i]->pos,
+			      "unknown rollback_on '%s' (expected failure, timeout or error)", list[i]);
+		else
+			n->rollback_on |= 1u << k;
+	}
+	free(list);
+}
+
+/* An action's `agent`: a path, or a name meaning .ai-loop/agents/<kebab>.md. */
+static void action_agent(struct loader *l, struct al_node *n, const struct al_val *v)
+{
+	const char *s;
+	char *k;
+
+	if (!al_check_string(&l->c, v, "agent", &s))
+		return;
+	if (strchr(s, '/') || al_ends_with(s, ".md")) {
+		agent_ref(l, &n->action_agent, s, v->pos);
+		return;
+	}
+	k = kebab(s);
+	if (!*k) {
+		error(l, v->pos, "agent name '%s' has no letters or digits", s);
+		free(k);
+		return;
+	}
+	agent_ref(l, &n->action_agent, own(l, al_xprintf(".ai-loop/agents/%s.md", k)), v->pos);
+	free(k);
+}
+
+static void parse_field(struct loader *l, struct al_node *n, const struct al_val *k,
+			const struct al_val *v, const struct al_val **max_it,
+			const struct al_val **timeout)
+{
+	static const char *const exits[] = { "condition_true", "condition_false", "manual_break" };
+	const char *key = k->str;
+	struct keyset ks = type_keys(n);
+	int e;
+
+	if (!strcmp(key, "id") || !strcmp(key, "node_id") || !strcmp(key, "type"))
+		return; /* read before the walk */
+	if (!strcmp(key, "description")) {
+		al_check_string(&l->c, v, key, &n->description);
+		return;
+	}
+	if (!strcmp(key, "timeout_seconds")) {
+		*timeout = v;
+		return;
+	}
+	if (!strcmp(key, "termination")) {
+		parse_termination(l, n, v, max_it, timeout);
+		return;
+	}
+	if (!in_set(key, ks.keys, ks.n)) {
+		unknown_key(l, n, k);
+		return;
+	}
+	if (!strcmp(key, "controller")) {
+		const char *s;
+
+		if (al_check_string(&l->c, v, key, &s) && al_starts_with(s, "builtin:")) {
+			if (strcmp(s, AL_BUILTIN_ALL_PASS))
+				error(l, v->pos, "unknown builtin controller '%s' (the builtin is '%s')",
+				      s, AL_BUILTIN_ALL_PASS);
+			n->builtin_all_pass = true;
+			n->controller.path = s;
+			n->controller.pos = v->pos;
+		} else {
+			agent_key(l, &n->controller, v, key);
+		}
+	} else if (!strcmp(key, "sensors")) {
+		parse_sensors(l, n, v);
+	} else if (!strcmp(key, "sensors_parallel")) {
+		al_check_bool(&l->c, v, key, &n->sensors_parallel);
+	} else if (!strcmp(key, "actuator")) {
+		parse_actuator(l, n, v);
+	} else if (!strcmp(key, "max_iterations")) {
+		*max_it = v;
+	} else if (!strcmp(key, "condition")) {
+		n->condition = al_condition_parse(&l->c, v);
+	} else if (!strcmp(key, "exit_on")) {
+		if (al_check_enum(&l->c, v, key, exits, 3, &e))
+			n->exit_on = (enum al_exit_on)e;
+	} else if (!strcmp(key, "children")) {
+		parse_children(l, n, v);
+	} else if (!strcmp(key, "success_threshold")) {
+		al_check_int(&l->c, v, key, 1, 100000, &n->success_threshold);
+	} else if (!strcmp(key, "failure_threshold")) {
+		al_check_int(&l->c, v, key, 1, 100000, &n->failure_threshold);
+	} else if (!strcmp(key, "max_concurrency")) {
+		al_check_int(&l->c, v, key, 1, 1024, &n->max_concurrency);
+	} else if (!strcmp(key, "true_branch") || !strcmp(key, "then")) {
+		if (n->then_branch)
+			error(l, k->pos, "'then' and 'true_branch' are the same: give one");
+		else if (al_check_kind(&l->c, v, AL_VAL_MAP, key))
+			n->then_branch = parse_node(l, v, n, 1);
+	} else if (!strcmp(key, "false_branch") || !strcmp(key, "else")) {
+		if (n->else_branch)
+			error(l, k->pos, "'else' and 'false_branch' are the same: give one");
+		else if (al_check_kind(&l->c, v, AL_VAL_MAP, key))
+			n->else_branch = parse_node(l, v, n, 2);
+	} else if (!strcmp(key, "agent")) {
+		action_agent(l, n, v);
+	} else if (!strcmp(key, "skill") || !strcmp(key, "task")) {
+		if (n->skill)
+			error(l, k->pos, "'skill' and 'task' are the same: give one");
+		else
+			al_check_string(&l->c, v, key, &n->skill);
+	} else if (!strcmp(key, "args")) {
+		al_check_string(&l->c, v, key, &n->args);
+	} else if (!strcmp(key, "target")) {
+		al_check_string(&l->c, v, key, &n->target);
+	} else if (!strcmp(key, "message")) {
+		al_check_string(&l->c, v, key, &n->message);
+	} else if (!strcmp(key, "feedback_enabled")) {
+		al_check_bool(&l->c, v, key, &n->feedback_enabled);
+	} else if (!strcmp(key, "output_to_memory")) {
+		al_check_string(&l->c, v, key, &n->output_to_memory);
+	} else if (!strcmp(key, "rollback_on")) {
+		parse_rollback_on(l, n, v);
+	}
+}
+
+/* Works out the type: `type` (any case), else action if it has skill/agent. */
+static bool node_type(struct loader *l, struct al_node *n, const struct al_val *v)
+{
+	const struct al_val *t = al_val_get(v, "type");
+	const char *hint;
+
+	if (!t || al_val_is_null(t)) {
+		if (al_val_get(v, "skill") || al_val_get(v, "task") || al_val_get(v, "agent")) {
+			n->type = AL_NODE_ACTION;
+			return true;
+		}
+		error(l, v->pos, "node needs a 'type' (one of: loop, sequence, fallback, "
+		      "parallel, conditional, action, transaction)");
+		return false;
+	}
+	if (t->kind != AL_VAL_SCALAR) {
+		error(l, t->pos, "'type' must be a string, not %s", al_val_describe(t));
+		return false;
+	}
+	for (size_t i = 0; i < AL_ARRAY_SIZE(type_names); i++) {
+		if (!strcasecmp(t->str, type_names[i])) {
+			n->type = (enum al_node_type)i;
+			return true;
+		}
+	}
+	{
+		char lower[64];
+		size_t i;
+
+		for (i = 0; t->str[i] && i < sizeof(lower) - 1; i++)
+			lower[i] = (char)tolower((unsigned char)t->str[i]);
+		lower[i] = '\0';
+		hint = al_closest(lower, type_names, AL_ARRAY_SIZE(type_names));
+	}
+	if (hint)
+		error(l, t->pos, "unknown node type '%s' (did you mean '%s'?)", t->str, hint);
+	else
+		error(l, t->pos, "unknown node type '%s' (expected loop, sequence, fallback, "
+		      "parallel, conditional, action or transaction)", t->str);
+	return false;
+}
+
+static void node_id(struct loader *l, struct al_node *n, const struct al_val *v, int position)
+{
+	const struct al_val *id = al_val_get(v, "id"), *nid = al_val_get(v, "node_id");
+
+	if (id && nid)
+		error(l, nid->pos, "'id' and 'node_id' are the same: give one");
+	if (!id)
+		id = nid;
+	if (id && !al_val_is_null(id)) {
+		if (id->kind != AL_VAL_SCALAR) {
+			error(l, id->pos, "'id' must be a string, not %s", al_val_describe(id));
+		} else if (!valid_id(id->str)) {
+			error(l, id->pos, "invalid id '%s': use letters, digits, '_' and '-', "
+			      "starting with a letter or digit", id->str);
+		} else {
+			n->id = id->str;
+			return;
+		}
+	}
+	n->id = own(l, al_xprintf("%s-%d", type_names[n->type], position));
+	n->id_generated = true;
+}
+
+static bool has_any(const struct al_val *v, const char *const *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (al_val_get(v, keys[i]))
+			return true;
+	return false;
+}
+
+static void check_node(struct loader *l, struct al_node *n, const struct al_val *v,
+		       const struct al_val *max_it, const struct al_val *timeout)
+{
+	if (n->type == AL_NODE_LOOP) {
+		n->max_iterations = AL_DEFAULT_MAX_ITERATIONS;
+		if (max_it)
+			al_check_int(&l->c, max_it, "max_iterations", 1, 100000, &n->max_iterations);
+	}
+	if (timeout)
+		al_check_int(&l->c, timeout, "timeout_seconds", 0, 30 * 24 * 3600,
+			     &n->timeout_seconds);
+
+	switch (n->type) {
+	case AL_NODE_LOOP:
+		if (n->sensor_form) {
+			if (!al_val_get(v, "controller"))
+				error(l, v->pos, "loop needs a 'controller' (an agent file or %s)",
+				      AL_BUILTIN_ALL_PASS);
+			if (!al_val_get(v, "actuator"))
+				error(l, v->pos, "loop needs an 'actuator'");
+		} else if (!al_val_get(v, "children") || !n->nchildren) {
+			if (!al_val_get(v, "children"))
+				error(l, v->pos, "loop needs 'controller', 'sensors' and 'actuator', "
+				      "or 'children'");
+			else if (al_val_get(v, "children")->kind == AL_VAL_SEQ)
+				error(l, al_val_get(v, "children")->pos, "loop has no children");
+		} else if (n->exit_on != AL_EXIT_MANUAL_BREAK && al_val_get(v, "exit_on") &&
+			   !al_val_get(v, "condition")) {
+			error(l, al_val_get(v, "exit_on")->pos, "exit_on '%s' needs a 'condition'",
+			      n->exit_on == AL_EXIT_CONDITION_TRUE ? "condition_true"
+								   : "condition_false");
+		}
+		break;
+	case AL_NODE_SEQUENCE:
+	case AL_NODE_FALLBACK:
+	case AL_NODE_PARALLEL:
+	case AL_NODE_TRANSACTION:
+		if (!al_val_get(v, "children"))
+			error(l, v->pos, "%s node needs 'children'", type_names[n->type]);
+		else if (al_val_get(v, "children")->kind == AL_VAL_SEQ && !n->nchildren &&
+			 !al_val_get(v, "children")->n)
+			error(l, al_val_get(v, "children")->pos, "%s node has no children",
+			      type_names[n->type]);
+		if (n->success_threshold > (int)n->nchildren && n->nchildren)
+			error(l, al_val_get(v, "success_threshold")->pos,
+			      "success_threshold %d is more than the %zu children",
+			      n->success_threshold, n->nchildren);
+		if (n->failure_threshold > (int)n->nchildren && n->nchildren)
+			error(l, al_val_get(v, "failure_threshold")->pos,
+			      "failure_threshold %d is more than the %zu children",
+			      n->failure_threshold, n->nchildren);
+		if (n->type == AL_NODE_TRANSACTION && !al_val_get(v, "rollback_on"))
+			n->rollback_on = AL_ROLLBACK_FAILURE | AL_ROLLBACK_TIMEOUT | AL_ROLLBACK_ERROR;
+		break;
+	case AL_NODE_CONDITIONAL:
+		if (!al_val_get(v, "condition"))
+			error(l, v->pos, "conditional node needs a 'condition'");
+		if (n->then_branch && n->else_branch && !strcmp(n->then_branch->id, n->else_branch->id))
+			error(l, n->else_branch->pos, "duplicate id '%s' among siblings (first at line %d)",
+			      n->else_branch->id, n->then_branch->pos.line);
+		break;
+	case AL_NODE_ACTION:
+		if (n->skill && !strcmp(n->skill, "break_loop")) {
+			n->break_loop = true;
+			break;
+		}
+		if (!n->action_agent.path)
+			agent_ref(l, &n->action_agent, l->flow->action_agent, v->pos);
+		break;
+	}
+}
+
+static struct al_node *parse_node(struct loader *l, const struct al_val *v,
+				  struct al_node *parent, int position)
+{
+	static const char *const sensor_form[] = { "controller", "sensors", "actuator",
+						   "sensors_parallel" };
+	static const char *const reactree_form[] = { "children", "condition", "exit_on" };
+	const struct al_val *max_it = NULL, *timeout = NULL;
+	struct al_node *n;
+
+	if (v->kind != AL_VAL_MAP) {
+		error(l, v->pos, "a node must be a mapping, not %s", al_val_describe(v));
+		return NULL;
+	}
+	n = al_calloc(1, sizeof(*n));
+	n->pos = v->pos;
+	n->parent = parent;
+	n->depth = parent ? parent->depth + 1 : 0;
+	n->strategy = AL_STRATEGY_DIRECT;
+	if (!node_type(l, n, v)) {
+		node_id(l, n, v, position); /* its id may be wrong too */
+		free(n);
+		return NULL;
+	}
+	node_id(l, n, v, position);
+	n->path = parent ? al_xprintf("%s/%s", parent->path, n->id) : al_strdup(n->id);
+	l->flow->node_count++;
+	if (n->depth > l->flow->max_depth)
+		l->flow->max_depth = n->depth;
+	if (n->depth >= AL_FLOW_MAX_DEPTH) {
+		error(l, v->pos, "flow nesting deeper than %d levels", AL_FLOW_MAX_DEPTH);
+		return n;
+	}
+	if (n->type == AL_NODE_LOOP) {
+		bool s = has_any(v, sensor_form, AL_ARRAY_SIZE(sensor_form));
+		bool r = has_any(v, reactree_form, AL_ARRAY_SIZE(reactree_form));
+
+		n->sensor_form = s || !r;
+		if (s && r)
+			error(l, v->pos, "a loop has either 'controller'/'sensors'/'actuator' or "
+			      "'children'/'condition', not both");
+	}
+	for (size_t i = 0; i < v->n; i++)
+		parse_field(l, n, AL_VAL_KEY(v, i), AL_VAL_VALUE(v, i), &max_it, &timeout);
+	check_node(l, n, v, max_it, timeout);
+	return n;
+}
+
+static void node_free(struct al_node *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < n->nchildren; i++)
+		node_free(n->children[i]);
+	free(n->children);
+	node_free(n->child);
+	node_free(n->then_branch);
+	node_free(n->else_branch);
+	al_condition_free(n->condition);
+	free(n->sensors);
+	free(n->path);
+	free(n);
+}
+
+/* --- the top level ------------------------------------------------------ */
+
+static void parse_runner(struct loader *l, const struct al_val *k, const struct al_val *v)
+{
+	static const char *const keys[] = { "command", "prompt", "install" };
+	struct al_runner *r = al_runners_get(&l->flow->runners, k->str);
+	int mode;
+
+	if (!valid_id(k->str))
+		error(l, k->pos, "invalid runner name '%s'", k->str);
+	r->pos = k->pos;
+	if (!al_check_kind(&l->c, v, AL_VAL_MAP, k->str))
+		return;
+	for (size_t i = 0; i < v->n; i++) {
+		const struct al_val *key = AL_VAL_KEY(v, i), *val = AL_VAL_VALUE(v, i);
+
+		if (!strcmp(key->str, "command")) {
+			const char **argv;
+			size_t n;
+
+			if (!al_check_string_list(&l->c, val, "command", &argv, &n))
+				continue;
+			if (!n) {
+				error(l, val->pos, "runner command must not be empty");
+				free(argv);
+				continue;
+			}
+			if (r->owns_argv)
+				free((void *)r->argv);
+			r->argv = argv;
+			r->owns_argv = true;
+		} else if (!strcmp(key->str, "prompt")) {
+			if (al_check_enum(&l->c, val, "prompt", al_prompt_mode_names, 3, &mode))
+				r->prompt = (enum al_prompt_mode)mode;
+		} else if (!strcmp(key->str, "install")) {
+			al_check_string(&l->c, val, "install", &r->install);
+		} else {
+			al_check_unknown_key(&l->c, key, keys, AL_ARRAY_SIZE(keys), "runner");
+		}
+	}
+	if (!r->argv)
+		error(l, k->pos, "runner '%s' needs a 'command'", k->str);
+}
+
+static void parse_section(struct loader *l, const struct al_val *k, const struct al_val *v)
+{
+	static const char *const default_keys[] = { "runner", "agent_timeout_seconds",
+						    "action_agent", "termination" };
+	static const char *const on_error[] = { "fail-fast", "continue" };
+	struct al_flow *f = l->flow;
+	const char *name = k->str;
+
+	if (!al_check_kind(&l->c, v, AL_VAL_MAP, name))
+		return;
+	for (size_t i = 0; i < v->n; i++) {
+		const struct al_val *key = AL_VAL_KEY(v, i), *val = AL_VAL_VALUE(v, i);
+		const char *s = key->str;
+		int e;
+
+		if (!strcmp(name, "runners")) {
+			parse_runner(l, key, val);
+		} else if (!strcmp(name, "models")) {
+			static const char *const keys[] = { "converge" };
+
+			if (!strcmp(s, "converge"))
+				al_check_string(&l->c, val, s, &f->converge_model);
+			else
+				al_check_unknown_key(&l->c, key, keys, 1, "models");
+		} else if (!strcmp(name, "limits")) {
+			static const char *const keys[] = { "max_agent_calls_per_hour" };
+
+			if (!strcmp(s, "max_agent_calls_per_hour"))
+				al_check_int(&l->c, val, s, 0, 1000000, &f->max_agent_calls_per_hour);
+			else
+				al_check_unknown_key(&l->c, key, keys, 1, "limits");
+		} else if (!strcmp(s, "runner")) {
+			if (al_check_string(&l->c, val, s, &f->default_runner))
+				f->default_runner_pos = val->pos;
+		} else if (!strcmp(s, "agent_timeout_seconds")) {
+			al_check_int(&l->c, val, s, 1, 7 * 24 * 3600, &f->agent_timeout_seconds);
+		} else if (!strcmp(s, "action_agent")) {
+			al_check_string(&l->c, val, s, &f->action_agent);
+		} else if (!strcmp(s, "termination")) {
+			static const char *const keys[] = { "on_error" };
+
+			if (!al_check_kind(&l->c, val, AL_VAL_MAP, s))
+				continue;
+			for (size_t j = 0; j < val->n; j++) {
+				const struct al_val *tk = AL_VAL_KEY(val, j);
+
+				if (strcmp(tk->str, "on_error"))
+					al_check_unknown_key(&l->c, tk, keys, 1, "defaults.termination");
+				else if (al_check_enum(&l->c, AL_VAL_VALUE(val, j), "on_error",
+						       on_error, 2, &e))
+					f->on_error = (enum al_on_error)e;
+			}
+		} else {
+			al_check_unknown_key(&l->c, key, default_keys, AL_ARRAY_SIZE(default_keys),
+					     "defaults");
+		}
+	}
+}
+
+static const char *const top_keys[] = {
+	"version", "defaults", "runners", "models", "limits", "flow", "root_node",
+	"workflow_name", "workflow_type", "description",
+};
+
+/* Runners must exist for every agent that is not a command. */
+static void check_runners(struct loader *l)
+{
+	struct al_flow *f = l->flow;
+	char *names = NULL;
+
+	if (!al_runners_find(&f->runners, f->default_runner)) {
+		names = al_runners_names(&f->runners);
+		error(l, f->default_runner_pos, "unknown runner '%s' (known: %s)",
+		      f->default_runner, names);
+	}
+	for (size_t i = 0; i < f->agents.n; i++) {
+		const struct al_agent *a = f->agents.v[i];
+
+		if (!a->loaded || !a->runner || al_runners_find(&f->runners, a->runner))
+			continue;
+		if (!names)
+			names = al_runners_names(&f->runners);
+		error(l, a->runner_pos, "unknown runner '%s' (known: %s)", a->runner, names);
+	}
+	free(names);
+}
+
+static int read_text(struct al_flow *f, const char *file, struct al_diags *d)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	struct al_pos at = { NULL, 1, 1 };
+	int line, col;
+
+	if (al_strbuf_read_file(&sb, file, AL_FLOW_MAX_BYTES) < 0) {
+		int e = errno;
+
+		al_strbuf_release(&sb);
+		if (e == ENOENT)
+			return al_err(AL_ENOTFOUND, "no flow at '%s'", file);
+		at.file = al_diags_source(d, file, NULL, 0);
+		if (e == EFBIG)
+			al_diags_add(d, at, "flow file is larger than 1 MiB");
+		else
+			al_diags_add(d, at, "cannot read the flow: %s", strerror(e));
+		return AL_EINVALID;
+	}
+	f->text = al_strbuf_detach(&sb, &f->text_len);
+	at.file = al_diags_source(d, file, NULL, 0);
+	if (!al_utf8_text(f->text, f->text_len, &line, &col)) {
+		at.line = line;
+		at.col = col;
+		al_diags_add(d, at, "flow file is not UTF-8 text (binary data?)");
+		return AL_EINVALID;
+	}
+	al_diags_source(d, file, f->text, f->text_len);
+	return 0;
+}
+
+int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
+{
+	struct al_flow *f = al_calloc(1, sizeof(*f));
+	struct loader l = { { d, NULL, 0 }, f, NULL, 0, 0 };
+	const struct al_val *root, *node = NULL;
+	struct al_pos at;
+	int err;
+
+	*out = NULL;
+	f->file = al_strdup(file);
+	f->diags = d;
+	f->agent_timeout_seconds = AL_DEFAULT_AGENT_TIMEOUT;
+	f->action_agent = AL_DEFAULT_ACTION_AGENT;
+	f->default_runner = "claude";
+	al_runners_init(&f->runners);
+
+	if ((err = read_text(f, file, d)) < 0)
+		goto done;
+	at.file = al_diags_source(d, file, NULL, 0);
+	at.line = at.col = 1;
+	if ((err = al_doc_parse(&f->doc, d, file, f->text, f->text_len, 0)) < 0)
+		l.c.errors++;
+	if (!f->doc)
+		goto done;
+	l.c.doc = f->doc;
+	root = f->doc->root;
+	if (!root || al_val_is_null(root)) {
+		al_diags_add(d, at, "flow file is empty");
+		err = AL_EINVALID;
+		goto done;
+	}
+	if (root->kind != AL_VAL_MAP) {
+		al_diags_add(d, root->pos, "a flow file must be a mapping of keys, not %s",
+			     al_val_describe(root));
+		err = AL_EINVALID;
+		goto done;
+	}
+	/* sections first: the node walk needs the runners and defaults */
+	for (size_t i = 0; i < root->n; i++) {
+		const struct al_val *k = AL_VAL_KEY(root, i), *v = AL_VAL_VALUE(root, i);
+		long long version;
+
+		if (!strcmp(k->str, "defaults") || !strcmp(k->str, "runners") ||
+		    !strcmp(k->str, "models") || !strcmp(k->str, "limits")) {
+			parse_section(&l, k, v);
+		} else if (!strcmp(k->str, "version")) {
+			if (!al_val_int(v, &version) || version != 1)
+				error(&l, v->pos, "unsupported flow version '%s' (this ailoop reads "
+				      "version 1)", v->str);
+		} else if (!strcmp(k->str, "flow") || !strcmp(k->str, "root_node")) {
+			if (node)
+				error(&l, k->pos, "'flow' and 'root_node' are the same: give one");
+			else
+				node = v;
+		} else if (!strcmp(k->str, "workflow_name")) {
+			al_check_string(&l.c, v, k->str, &f->workflow_name);
+		} else if (!strcmp(k->str, "workflow_type") || !strcmp(k->str, "description")) {
+			const char *ignored;
+
+			al_check_string(&l.c, v, k->str, &ignored);
+		} else {
+			al_check_unknown_key(&l.c, k, top_keys, AL_ARRAY_SIZE(top_keys),
+					     "the flow file");
+		}
+	}
+	if (!node || al_val_is_null(node))
+		error(&l, node ? node->pos : root->pos, "the flow file needs a 'flow' (the root node)");
+	else
+		f->root = parse_node(&l, node, NULL, 1);
+	check_runners(&l);
+	err = l.c.errors ? AL_EINVALID : 0;
+done:
+	f->owned = l.owned;
+	f->nowned = l.nowned;
+	if (err < 0) {
+		al_flow_free(f);
+		return err;
+	}
+	*out = f;
+	return 0;
+}
+
+void al_flow_free(struct al_flow *f)
+{
+	if (!f)
+		return;
+	node_free(f->root);
+	al_agents_release(&f->agents);
+	al_runners_release(&f->runners);
+	al_doc_free(f->doc);
+	for (size_t i = 0; i < f->nowned; i++)
+		free(f->owned[i]);
+	free(f->owned);
+	free(f->text);
+	free(f->file);
+	free(f);
+}
+
+size_t al_node_nkids(const struct al_node *n)
+{
+	return (n->child != NULL) + (n->then_branch != NULL) + (n->else_branch != NULL) +
+	       n->nchildren;
+}
+
+struct al_node *al_node_kid(const struct al_node *n, size_t i)
+{
+	if (n->child && !i--)
+		return n->child;
+	if (n->then_branch && !i--)
+		return n->then_branch;
+	if (n->else_branch && !i--)
+		return n->else_branch;
+	return i < n->nchildren ? n->children[i] : NULL;
+}
+
+void al_flow_walk(struct al_node *root, void (*fn)(struct al_node *, void *), void *data)
+{
+	size_t k;
+
+	if (!root)
+		return;
+	fn(root, data);
+	k = al_node_nkids(root);
+	for (size_t i = 0; i < k; i++)
+		al_flow_walk(al_node_kid(root, i), fn, data);
+}
+
+struct al_node *al_flow_find(const struct al_flow *flow, const char *path)
+{
+	struct al_node *n = flow->root;
+	const char *p = path;
+
+	if (!n)
+		return NULL;
+	for (;;) {
+		size_t len = strcspn(p, "/"), k;
+		struct al_node *next = NULL;
+
+		if (strlen(n->id) != len || memcmp(n->id, p, len))
+			return NULL;
+		if (!p[len])
+			return n;
+		p += len + 1;
+		len = strcspn(p, "/");
+		k = al_node_nkids(n);
+		for (size_t i = 0; i < k && !next; i++) {
+			struct al_node *kid = al_node_kid(n, i);
+
+			if (strlen(kid->id) == len && !memcmp(kid->id, p, len))
+				next = kid;
+		}
+		if (!next)
+			return NULL;
+		n = next;
+	}
+}

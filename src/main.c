@@ -1,0 +1,101 @@
+#include "ailoop/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const struct al_command al_commands[] = {
+	{ "validate", cmd_validate, "[--flow PATH]",
+	  "check a flow and its agent files, reporting every error",
+	  "Reads .ai-loop/flow.yaml (or PATH) and every agent file it names. Each problem\n"
+	  "is printed as FILE:LINE:COL: error: MESSAGE with the source line; the exit\n"
+	  "status is then 65. A valid flow prints a one-line summary and exits 0.\n" },
+	{ "graph", cmd_graph, "[--flow PATH] [--format mermaid|dot]",
+	  "print the flow tree as a Mermaid flowchart or a Graphviz graph",
+	  "Every node with its id, type and limits, each loop's sensors, controller and\n"
+	  "actuator, and the edges to children. Mermaid is the default; render DOT with\n"
+	  "`ailoop graph --format dot | dot -Tsvg > flow.svg`.\n" },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+static void print_main_help(FILE *out)
+{
+	fputs("usage: ailoop <command> [options]\n\n"
+	      "Runs AI coding agents (or any command) in nested feedback loops described by\n"
+	      ".ai-loop/flow.yaml; every iteration is a git commit.\n\ncommands:\n", out);
+	for (const struct al_command *c = al_commands; c->name; c++)
+		fprintf(out, "  %-10s %s\n", c->name, c->summary);
+	fputs("  help       show help for a command\n\n"
+	      "options:\n"
+	      "  -h, --help     show this help\n"
+	      "      --version  print the version\n\n"
+	      "exit status:\n"
+	      "   0  target met / flow succeeded\n"
+	      "   1  flow finished without success (max iterations, failed fallbacks, ...)\n"
+	      "   2  a node's timeout expired\n"
+	      "   3  interrupted (SIGINT/SIGTERM); the run is paused and resumable\n"
+	      "   4  blocked by the circuit breaker; resumable\n"
+	      "  64  usage error\n"
+	      "  65  invalid flow or agent file\n"
+	      "  66  a needed file is missing\n"
+	      "  69  an agent runner's program is not installed\n"
+	      "  70  internal error\n"
+	      "  75  the run is locked by another live ailoop process\n\n"
+	      "Run 'ailoop help <command>' for a command's options.\n", out);
+}
+
+const struct al_command *al_command_find(const char *name)
+{
+	for (const struct al_command *c = al_commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+static int unknown_command(const char *name)
+{
+	fprintf(stderr, "ailoop: error: unknown command '%s'\n", name);
+	fputs("usage: ailoop <command> [options]   (see 'ailoop --help')\n", stderr);
+	return AL_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	const struct al_command *cmd;
+
+	if (argc < 2) {
+		print_main_help(stderr);
+		return AL_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		print_main_help(stdout);
+		return AL_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("ailoop %s\n", AILOOP_VERSION);
+		return AL_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "help")) {
+		if (argc == 2) {
+			print_main_help(stdout);
+			return AL_EXIT_OK;
+		}
+		if (argc > 3) {
+			fputs("usage: ailoop help [COMMAND]\n", stderr);
+			return AL_EXIT_USAGE;
+		}
+		cmd = al_command_find(argv[2]);
+		if (!cmd)
+			return unknown_command(argv[2]);
+		al_cli_help(stdout, cmd);
+		return AL_EXIT_OK;
+	}
+	if (argv[1][0] == '-') {
+		fprintf(stderr, "ailoop: error: unknown option '%s'\n", argv[1]);
+		fputs("usage: ailoop <command> [options]   (see 'ailoop --help')\n", stderr);
+		return AL_EXIT_USAGE;
+	}
+	cmd = al_command_find(argv[1]);
+	if (!cmd)
+		return unknown_command(argv[1]);
+	return cmd->fn(argc - 1, argv + 1);
+}

@@ -1,0 +1,275 @@
+#include "ailoop/util.h"
+#include "ailoop/strbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct al_strbuf last_error = AL_STRBUF_INIT;
+
+int al_err(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	al_strbuf_reset(&last_error);
+	va_start(ap, fmt);
+	al_strbuf_vaddf(&last_error, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+const char *al_errmsg(void)
+{
+	return last_error.buf;
+}
+
+void al_err_clear(void)
+{
+	al_strbuf_release(&last_error);
+}
+
+void al_die_oom(void)
+{
+	static const char msg[] = "ailoop: fatal: out of memory\n";
+
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(70);
+	_exit(70);
+}
+
+void *al_malloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		al_die_oom();
+	return p;
+}
+
+void *al_calloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+
+	if (!p)
+		al_die_oom();
+	return p;
+}
+
+void *al_realloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		al_die_oom();
+	return p;
+}
+
+char *al_strdup(const char *s)
+{
+	return al_strndup(s, strlen(s));
+}
+
+char *al_strndup(const char *s, size_t n)
+{
+	char *p = al_malloc(n + 1);
+
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *al_xprintf(const char *fmt, ...)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	al_strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	return al_strbuf_detach(&sb, NULL);
+}
+
+bool al_starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+bool al_ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+size_t al_levenshtein(const char *a, const char *b)
+{
+	size_t n = strlen(a), m = strlen(b), i, j, *row, result;
+
+	if (n > 64 || m > 64)
+		return SIZE_MAX; /* hints are for short words only */
+	row = al_malloc((m + 1) * sizeof(*row));
+	for (j = 0; j <= m; j++)
+		row[j] = j;
+	for (i = 1; i <= n; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (j = 1; j <= m; j++) {
+			size_t up = row[j], best;
+
+			best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	result = row[m];
+	free(row);
+	return result;
+}
+
+const char *al_closest(const char *word, const char *const *candidates, size_t n)
+{
+	const char *best = NULL;
+	size_t best_d = SIZE_MAX, i, limit;
+
+	limit = strlen(word) / 3 + 1;
+	if (limit > 3)
+		limit = 3;
+	for (i = 0; i < n; i++) {
+		size_t d = al_levenshtein(word, candidates[i]);
+
+		if (d < best_d) {
+			best_d = d;
+			best = candidates[i];
+		}
+	}
+	return best_d <= limit ? best : NULL;
+}
+
+bool al_utf8_text(const char *s, size_t len, int *line, int *col)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+	int l = 1, c = 1;
+
+	while (p < end) {
+		unsigned char b = *p;
+		size_t need;
+		uint32_t cp;
+
+		if (b < 0x80) {
+			if (b < 0x20 && b != '\t' && b != '\n' && b != '\r')
+				goto bad;
+			if (b == 0x7f)
+				goto bad;
+			p++;
+			if (b == '\n') {
+				l++;
+				c = 1;
+			} else {
+				c++;
+			}
+			continue;
+		}
+		if ((b & 0xe0) == 0xc0) {
+			need = 1;
+			cp = b & 0x1f;
+		} else if ((b & 0xf0) == 0xe0) {
+			need = 2;
+			cp = b & 0x0f;
+		} else if ((b & 0xf8) == 0xf0) {
+			need = 3;
+			cp = b & 0x07;
+		} else {
+			goto bad;
+		}
+		if ((size_t)(end - p) <= need)
+			goto bad;
+		for (size_t k = 1; k <= need; k++) {
+			if ((p[k] & 0xc0) != 0x80)
+				goto bad;
+			cp = (cp << 6) | (p[k] & 0x3f);
+		}
+		/* overlong forms, surrogates and values past U+10FFFF */
+		if ((need == 1 && cp < 0x80) || (need == 2 && cp < 0x800) ||
+		    (need == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			goto bad;
+		p += need + 1;
+		c++;
+	}
+	return true;
+bad:
+	*line = l;
+	*col = c;
+	return false;
+}
+
+uint64_t al_hash(const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static size_t strmap_slot(const struct al_strmap_slot *slots, size_t cap, const char *key)
+{
+	size_t i = (size_t)al_hash(key, strlen(key)) & (cap - 1);
+
+	while (slots[i].key && strcmp(slots[i].key, key))
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+void *al_strmap_put(struct al_strmap *map, const char *key, void *val)
+{
+	size_t i;
+
+	if ((map->n + 1) * 2 > map->cap) {
+		size_t cap = map->cap ? map->cap * 2 : 16;
+		struct al_strmap_slot *slots = al_calloc(cap, sizeof(*slots));
+
+		for (size_t k = 0; k < map->cap; k++)
+			if (map->slots[k].key)
+				slots[strmap_slot(slots, cap, map->slots[k].key)] = map->slots[k];
+		free(map->slots);
+		map->slots = slots;
+		map->cap = cap;
+	}
+	i = strmap_slot(map->slots, map->cap, key);
+	if (!map->slots[i].key) {
+		map->slots[i].key = key;
+		map->slots[i].val = val;
+		map->n++;
+	}
+	return map->slots[i].val;
+}
+
+void *al_strmap_get(const struct al_strmap *map, const char *key)
+{
+	return map->cap ? map->slots[strmap_slot(map->slots, map->cap, key)].val : NULL;
+}
+
+void al_strmap_release(struct al_strmap *map)
+{
+	free(map->slots);
+	map->slots = NULL;
+	map->n = map->cap = 0;
+}
+
+int64_t al_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

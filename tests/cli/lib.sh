@@ -1,0 +1,80 @@
+# Helpers for the end-to-end tests: sourced by every tests/cli/tNN-*.sh.
+# Each test runs the real binary ($AILOOP) in throwaway directories and
+# asserts on what a user sees: exit codes, output, files and git history.
+set -u
+
+: "${AILOOP:?set AILOOP to the ailoop binary}"
+: "${AILOOP_SRC:=$(cd "$(dirname "$0")/../.." && pwd)}"
+FIXTURES="$AILOOP_SRC/tests/fixtures"
+export NO_COLOR=1 AILOOP_FSYNC="${AILOOP_FSYNC:-0}"
+export GIT_AUTHOR_NAME=test GIT_AUTHOR_EMAIL=test@example.com
+export GIT_COMMITTER_NAME=test GIT_COMMITTER_EMAIL=test@example.com
+export GIT_CONFIG_NOSYSTEM=1
+
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/ailoop-test.XXXXXX")
+trap 'rm -rf "$TEST_TMP"' EXIT
+export HOME="$TEST_TMP/home" # no user git config leaks in
+mkdir -p "$HOME"
+failures=0
+checks=0
+
+fail() {
+	printf 'FAIL: %s\n' "$*" >&2
+	failures=$((failures + 1))
+}
+
+pass() {
+	checks=$((checks + 1))
+}
+
+# run CMD...: runs it, keeping stdout in $out, stderr in $err, status in $rc.
+run() {
+	out=$("$@" 2>"$TEST_TMP/stderr") && rc=0 || rc=$?
+	err=$(cat "$TEST_TMP/stderr")
+}
+
+expect_rc() {
+	local want=$1 what=$2
+	if [ "$rc" -eq "$want" ]; then pass; else
+		fail "$what: exit $rc, expected $want"
+		printf '%s\n' "--- stdout:" "$out" "--- stderr:" "$err" >&2
+	fi
+}
+
+expect_in() {
+	local haystack=$1 needle=$2 what=$3
+	case "$haystack" in
+	*"$needle"*) pass ;;
+	*) fail "$what: expected to find [$needle] in:"; printf '%s\n' "$haystack" >&2 ;;
+	esac
+}
+
+expect_not_in() {
+	local haystack=$1 needle=$2 what=$3
+	case "$haystack" in
+	*"$needle"*) fail "$what: did not expect [$needle] in:"; printf '%s\n' "$haystack" >&2 ;;
+	*) pass ;;
+	esac
+}
+
+expect_eq() {
+	if [ "$1" = "$2" ]; then pass; else
+		fail "$3: got [$1], expected [$2]"
+	fi
+}
+
+# new_repo DIR: a git repository with one commit, ready for ailoop.
+new_repo() {
+	mkdir -p "$1" && git -C "$1" init -q -b main &&
+		printf 'hello\n' >"$1/README" &&
+		git -C "$1" add README && git -C "$1" commit -q -m "initial commit"
+}
+
+finish() {
+	if [ "$failures" -gt 0 ]; then
+		printf '%s: %d of %d checks failed\n' "$(basename "$0")" "$failures" \
+			$((failures + checks)) >&2
+		exit 1
+	fi
+	printf '%s: %d checks passed\n' "$(basename "$0")" "$checks"
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The command line itself: help, version, usage errors and their exit codes.
+. "$(dirname "$0")/lib.sh"
+
+run "$AILOOP" --help
+expect_rc 0 "--help"
+expect_in "$out" "usage: ailoop <command>" "--help shows usage"
+expect_in "$out" "validate" "--help lists validate"
+expect_in "$out" "75  the run is locked" "--help documents exit codes"
+
+run "$AILOOP" --version
+expect_rc 0 "--version"
+expect_in "$out" "ailoop " "--version prints the name"
+
+run "$AILOOP"
+expect_rc 64 "no command"
+
+run "$AILOOP" frobnicate
+expect_rc 64 "unknown command"
+expect_in "$err" "unknown command 'frobnicate'" "unknown command message"
+
+run "$AILOOP" --frob
+expect_rc 64 "unknown global option"
+expect_in "$err" "unknown option '--frob'" "unknown global option message"
+
+for cmd in validate graph; do
+	run "$AILOOP" help "$cmd"
+	expect_rc 0 "help $cmd"
+	expect_in "$out" "usage: ailoop $cmd" "help $cmd shows usage"
+	run "$AILOOP" "$cmd" --help
+	expect_rc 0 "$cmd --help"
+	expect_in "$out" "usage: ailoop $cmd" "$cmd --help shows usage"
+	run "$AILOOP" "$cmd" --bogus
+	expect_rc 64 "$cmd --bogus"
+	expect_in "$err" "unknown option '--bogus'" "$cmd unknown option message"
+	expect_in "$err" "usage: ailoop $cmd" "$cmd unknown option shows usage"
+	run "$AILOOP" "$cmd" -q
+	expect_rc 64 "$cmd -q"
+	expect_in "$err" "unknown option '-q'" "$cmd unknown short option"
+	run "$AILOOP" "$cmd" --flow
+	expect_rc 64 "$cmd --flow without value"
+	expect_in "$err" "needs a value" "$cmd missing value message"
+done
+
+run "$AILOOP" help nosuch
+expect_rc 64 "help for an unknown command"
+
+run "$AILOOP" graph --format svg
+expect_rc 64 "unknown graph format"
+expect_in "$err" "unknown format 'svg'" "graph format message"
+
+# no flow: exit 66 and the way out
+mkdir -p "$TEST_TMP/empty/.git"
+cd "$TEST_TMP/empty"
+run "$AILOOP" validate
+expect_rc 66 "validate without a flow"
+expect_in "$err" "run 'ailoop setup' first" "missing flow names setup"
+run "$AILOOP" validate --flow nope.yaml
+expect_rc 66 "validate --flow missing file"
+expect_in "$err" "no flow at 'nope.yaml'" "missing --flow file is named"
+
+finish
