@@ -14,6 +14,32 @@ const struct al_command al_commands[] = {
 	  "Every node with its id, type and limits, each loop's sensors, controller and\n"
 	  "actuator, and the edges to children. Mermaid is the default; render DOT with\n"
 	  "`ailoop graph --format dot | dot -Tsvg > flow.svg`.\n" },
+	{ "run", cmd_run,
+	  "[--flow PATH] [--new] [--no-branch] [--allow-dirty] [--dry-run] [--json] [--quiet]\n"
+	  "                  (TASK | --task-file PATH | -)",
+	  "run the flow on a task until its target is met",
+	  "Creates the branch ai-loop/<slug> (unless --no-branch), then runs the flow's root\n"
+	  "node with TASK as its setpoint: sensors measure, the controller decides, the\n"
+	  "actuator acts, and every iteration is committed. The task may also come from\n"
+	  "--task-file PATH or standard input (-). The work tree must be clean unless\n"
+	  "--allow-dirty. --dry-run prints the plan and runs nothing; --json prints the\n"
+	  "outcome as JSON on stdout; --quiet prints no progress. When an interrupted run\n"
+	  "can be resumed, asks on a terminal and otherwise refuses: use 'ailoop resume'\n"
+	  "or --new.\n" },
+	{ "resume", cmd_resume, "[RUN-ID] [--force] [--json]",
+	  "continue an interrupted run exactly where it stopped",
+	  "Takes the newest run that is running, paused or blocked and that no live ailoop\n"
+	  "holds (or RUN-ID), checks out its branch and continues at the step it was in.\n"
+	  "A flow.yaml changed since the run started is refused unless --force.\n" },
+	{ "status", cmd_status, "[RUN-ID] [--json]",
+	  "show a run's state and every node's iteration and status",
+	  "Reads run-state.md and each node's orchestrator-output.md of the newest run\n"
+	  "(or RUN-ID).\n" },
+	{ "log", cmd_log, "[RUN-ID | --branch NAME] [--node PATH] [--json] [--oneline]",
+	  "show the run tree rebuilt from the git history alone",
+	  "Walks the commits of the current branch (or the run's branch, or NAME) back to\n"
+	  "the run's first commit and prints each iteration indented by level: label,\n"
+	  "node, summary and sensors. --node keeps one node and its children.\n" },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 

@@ -91,3 +91,82 @@ char *al_runners_names(const struct al_runners *rs)
 		al_strbuf_addf(&sb, "%s%s", i ? ", " : "", rs->v[i].name);
 	return al_strbuf_detach(&sb, NULL);
 }
+
+static const char *lookup(const struct al_runner_vars *v, const char *name, size_t len)
+{
+	static const char *const names[] = { "model", "tools", "disallowed-tools", "prompt",
+					     "prompt-file" };
+	const char *values[] = { v->model, v->tools, v->disallowed_tools, v->prompt,
+				 v->prompt_file };
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++)
+		if (strlen(names[i]) == len && !memcmp(names[i], name, len))
+			return values[i] ? values[i] : "";
+	return NULL;
+}
+
+/*
+ * Expands one template argument. Returns NULL when it had placeholders and
+ * all of them were empty: such an argument ("--model={model}") is dropped.
+ */
+static char *expand(const char *arg, const struct al_runner_vars *v, bool *used_prompt,
+		    bool *used_file)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	bool any = false, filled = false;
+
+	for (const char *p = arg; *p;) {
+		const char *close = *p == '{' ? strchr(p, '}') : NULL;
+		const char *val = close ? lookup(v, p + 1, (size_t)(close - p - 1)) : NULL;
+
+		if (!val) {
+			al_strbuf_addch(&sb, *p++);
+			continue;
+		}
+		any = true;
+		filled |= *val != '\0';
+		if (!strncmp(p, "{prompt}", 8))
+			*used_prompt = true;
+		if (!strncmp(p, "{prompt-file}", 13))
+			*used_file = true;
+		al_strbuf_adds(&sb, val);
+		p = close + 1;
+	}
+	if (any && !filled) {
+		al_strbuf_release(&sb);
+		return NULL;
+	}
+	return al_strbuf_detach(&sb, NULL);
+}
+
+char **al_runner_argv(const struct al_runner *r, const struct al_runner_vars *vars)
+{
+	size_t n = 0, k = 0;
+	bool used_prompt = false, used_file = false;
+	char **argv;
+
+	while (r->argv[n])
+		n++;
+	argv = al_calloc(n + 2, sizeof(*argv));
+	for (size_t i = 0; i < n; i++) {
+		char *a = expand(r->argv[i], vars, &used_prompt, &used_file);
+
+		if (a)
+			argv[k++] = a;
+	}
+	if (r->prompt == AL_PROMPT_ARG && !used_prompt)
+		argv[k++] = al_strdup(vars->prompt ? vars->prompt : "");
+	else if (r->prompt == AL_PROMPT_FILE && !used_file)
+		argv[k++] = al_strdup(vars->prompt_file ? vars->prompt_file : "");
+	argv[k] = NULL;
+	return argv;
+}
+
+void al_argv_free(char **argv)
+{
+	if (!argv)
+		return;
+	for (size_t i = 0; argv[i]; i++)
+		free(argv[i]);
+	free(argv);
+}

@@ -36,6 +36,10 @@ const struct al_command *al_command_find(const char *name);
 
 int cmd_validate(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_log(int argc, char **argv);
 
 /*
  * Option parsing shared by the commands: getopt_long with our own messages.
@@ -71,5 +75,16 @@ struct al_flow;
  * diagnostics or error. Returns 0 with *out set, or the exit status.
  */
 int al_cli_load_flow(const char *flow_arg, struct al_diags *diags, struct al_flow **out);
+
+struct al_exec;
+/* Prints how a run ended (text or JSON) and returns the exit status. */
+int al_cli_report_run(struct al_exec *ex, int rc, bool json);
+/*
+ * Before a new run: if an interrupted run could be resumed, asks on a
+ * terminal whether to resume it (and does) or start anew; elsewhere fails
+ * naming 'ailoop resume' and --new. Returns true, with the exit status in
+ * *code, when the command should stop there.
+ */
+bool al_cli_check_resumable(bool json, int *code);
 
 #endif

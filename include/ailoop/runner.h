@@ -42,4 +42,21 @@ char *al_runners_names(const struct al_runners *rs);
 
 extern const char *const al_prompt_mode_names[3];
 
+/* What fills a runner template's placeholders. NULL means empty. */
+struct al_runner_vars {
+	const char *model;
+	const char *tools;
+	const char *disallowed_tools;
+	const char *prompt;      /* for prompt: arg */
+	const char *prompt_file; /* for prompt: file */
+};
+
+/*
+ * Expands the runner's template into a NULL-terminated argv (caller frees
+ * each string and the array). The prompt or prompt file is appended as the
+ * last argument when the template has no {prompt}/{prompt-file} for it.
+ */
+char **al_runner_argv(const struct al_runner *r, const struct al_runner_vars *vars);
+void al_argv_free(char **argv);
+
 #endif

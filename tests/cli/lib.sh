@@ -78,3 +78,29 @@ finish() {
 	fi
 	printf '%s: %d checks passed\n' "$(basename "$0")" "$checks"
 }
+
+# loop_repo DIR ITEM...: a repository holding the scripted agents of
+# tests/fixtures/agents in .ai-loop/agents and a todo.txt of ITEMs; the
+# test writes .ai-loop/flow.yaml and then calls commit_all DIR.
+loop_repo() {
+	local dir=$1
+	shift
+	new_repo "$dir" && mkdir -p "$dir/.ai-loop/agents" &&
+		cp "$FIXTURES"/agents/* "$dir/.ai-loop/agents/" &&
+		printf '%s\n' "$@" >"$dir/todo.txt"
+}
+
+commit_all() {
+	git -C "$1" add -A && git -C "$1" commit -q -m "${2:-set up}"
+}
+
+# subjects DIR: "label node-path" of every ailoop commit, oldest first
+labels() {
+	git -C "$1" log --reverse --format=%B | sed -n 's/^\[iteration\] //p' | tr '\n' ' ' |
+		sed 's/ $//'
+}
+
+label_paths() {
+	git -C "$1" log --reverse --format='%B' |
+		awk '/^\[node-path\] /{p=$2} /^\[iteration\] /{printf "%s%s %s", sep, $2, p; sep=", "}'
+}

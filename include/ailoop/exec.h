@@ -1,0 +1,80 @@
+#ifndef AILOOP_EXEC_H
+#define AILOOP_EXEC_H
+
+#include "ailoop/flow.h"
+#include "ailoop/git.h"
+#include "ailoop/history.h"
+#include "ailoop/progress.h"
+#include "ailoop/run.h"
+#include "ailoop/state.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * The recursive executor. al_exec_node() runs any node; each node type has
+ * its executor (the sensor-form loop in loop.c). A node keeps its progress
+ * in its orchestrator-output.md, so running a node whose state is on disk
+ * continues it: resuming a run is running it again.
+ *
+ * Errors: AL_EINTR means ailoop was interrupted and the step that was
+ * running will run again on resume; AL_EAGENT with on_error fail-fast means
+ * the run has ended in error and its last commit is made.
+ */
+struct al_result {
+	bool success;
+	const char *reason; /* complete, max-iterations-reached, timeout, error, … */
+	int iterations;
+	char *summary;      /* one line */
+};
+
+/* A node being executed, innermost last: for results written on the way out. */
+struct al_frame {
+	const struct al_node *node;
+	struct al_node_state *st;
+	const char *dir;
+	const char *task;
+};
+
+struct al_exec {
+	struct al_flow *flow;
+	struct al_git *git;
+	struct al_run *run;
+	struct al_progress *progress;
+	char *root;      /* the repository root, absolute */
+	bool resuming;   /* nodes on the run's stack must have their state */
+	size_t commits;  /* commits made by this process */
+	struct al_frame frames[AL_FLOW_MAX_DEPTH];
+	size_t nframes;
+};
+
+/* Runs (or continues) the run's root node; sets the run's final status. */
+int al_exec_run(struct al_exec *ex, struct al_result *res);
+
+/*
+ * Runs `node` with `task` as its setpoint; `parent_label` is NULL for the
+ * root; `child_entry` when a composite actuator enters it; `deadline` is
+ * the enclosing deadline (al_now_ms() clock, 0 = none).
+ */
+int al_exec_node(struct al_exec *ex, const struct al_node *node, const char *task,
+		 const char *parent_label, bool child_entry, int64_t deadline,
+		 struct al_result *res);
+int al_loop_run(struct al_exec *ex, const struct al_node *node, const char *task,
+		const char *parent_label, bool child_entry, int64_t deadline,
+		struct al_result *res);
+
+/* Commits `f` unless HEAD is already that node's commit of that label. */
+int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f);
+
+/*
+ * Ends the run in error (on_error fail-fast): writes result-output.md of
+ * every node being executed and the run's status, for the last commit.
+ */
+void al_exec_fail_frames(struct al_exec *ex, const char *message);
+
+void al_result_release(struct al_result *res);
+
+/* Checks that every runner the flow's agents need is installed (AL_ENORUNNER). */
+int al_exec_check_runners(const struct al_flow *flow);
+
+#endif

@@ -1,0 +1,26 @@
+#ifndef AILOOP_FSUTIL_H
+#define AILOOP_FSUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * Files that must survive a crash at any instant. A write goes to X.lock
+ * (created O_EXCL), is fsynced, renamed over X, and the directory is
+ * fsynced, so X is always either the old or the new content. A leftover
+ * X.lock can only come from a writer that died (the run lock admits one
+ * writer), so it is removed. AILOOP_FSYNC=0 skips the fsyncs (tests).
+ */
+int al_write_atomic(const char *path, const void *data, size_t len);
+/* Appends one record with a single write(2) (O_APPEND), e.g. a JSON line. */
+int al_append_line(const char *path, const char *line, size_t len);
+/* mkdir -p; existing directories are fine. */
+int al_mkdirs(const char *path);
+bool al_file_exists(const char *path);
+bool al_dir_exists(const char *path);
+/* Removes a file; a missing one is not an error. */
+int al_remove(const char *path);
+/* Whether fsync is on (AILOOP_FSYNC unset or not "0"). */
+bool al_fsync_enabled(void);
+
+#endif

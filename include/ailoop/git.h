@@ -1,0 +1,66 @@
+#ifndef AILOOP_GIT_H
+#define AILOOP_GIT_H
+
+#include "ailoop/strbuf.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * The run's history, through libgit2 (the only module that sees it). Every
+ * failure's message carries libgit2's own reason (al_errmsg()).
+ */
+#define AL_OID_HEX 41 /* 40 hex digits and a NUL */
+
+struct al_git;
+
+/* Opens the repository whose work tree is the current directory. */
+int al_git_open(struct al_git **out);
+void al_git_free(struct al_git *g);
+
+/*
+ * The checked-out branch ("main"; NULL with HEAD detached, caller frees)
+ * and commit. Returns AL_ENOTFOUND if the repository has no commit yet.
+ */
+int al_git_head(struct al_git *g, char **branch, char oid[AL_OID_HEX]);
+
+/*
+ * Whether the work tree differs from HEAD (untracked files count; ailoop's
+ * own lock files do not). Returns 1 dirty (with *path the first change,
+ * caller frees), 0 clean, or an error.
+ */
+int al_git_dirty(struct al_git *g, char **path);
+
+bool al_git_branch_exists(struct al_git *g, const char *name);
+/*
+ * Creates branch `name` (or name-2, name-3… if taken) at HEAD and checks it
+ * out, keeping the work tree as it is. *created is the name used.
+ */
+int al_git_branch_create(struct al_git *g, const char *name, char **created);
+/* Checks out an existing branch; refuses to overwrite local changes. */
+int al_git_checkout(struct al_git *g, const char *branch);
+
+/*
+ * Commits the whole work tree (respecting .gitignore, leaving out lock
+ * files under .ai-loop/runs/) on top of HEAD, whatever agents committed
+ * meanwhile. Author and committer come from GIT_AUTHOR_NAME/EMAIL and
+ * GIT_COMMITTER_NAME/EMAIL, then the git config, then "ailoop <ailoop@localhost>".
+ */
+int al_git_commit_all(struct al_git *g, const char *message, char oid[AL_OID_HEX]);
+
+/* The full message of a revision ("HEAD", a branch, an id). Caller frees. */
+int al_git_message(struct al_git *g, const char *rev, char **message);
+
+/*
+ * Calls `fn` for each commit reachable from `rev`, newest first, until it
+ * returns non-zero (which is then returned). `hide` (may be NULL) and its
+ * ancestors are left out.
+ */
+typedef int (*al_git_walk_fn)(const char *oid, const char *message, int64_t time, void *data);
+int al_git_walk(struct al_git *g, const char *rev, const char *hide, al_git_walk_fn fn,
+		void *data);
+
+/* The content of `path` in the tree of `rev`. AL_ENOTFOUND if absent. */
+int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_strbuf *out);
+
+#endif

@@ -1,0 +1,65 @@
+#ifndef AILOOP_HISTORY_H
+#define AILOOP_HISTORY_H
+
+#include "ailoop/git.h"
+#include "ailoop/strbuf.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The structured commit messages that make `git log` the run history
+ * (SPEC §6): writing them, and reading them back with the regular
+ * expressions the specification gives readers.
+ */
+struct al_sensor_status {
+	char *name;
+	char *status; /* pass, fail, partial, pending */
+	char *detail; /* NULL if none */
+};
+
+struct al_iteration {
+	char oid[AL_OID_HEX];
+	int64_t time;
+	char *display;   /* "delivery > implement" */
+	char *label;     /* "1.2" */
+	char *summary;
+	char *node_path; /* "delivery/implement" */
+	int level;
+	char *status;
+	bool target_met;
+	char *action;
+	struct al_sensor_status *sensors;
+	size_t nsensors;
+};
+
+/* What one commit records. `sensors` is "name: status (detail), …" or NULL. */
+struct al_commit_fields {
+	const char *node_path;
+	const char *label;
+	const char *status;
+	bool target_met;
+	const char *sensors;
+	const char *summary;
+};
+
+void al_commit_message(struct al_strbuf *out, const struct al_commit_fields *f);
+
+/* Appends "name: status (detail)" to a sensors line, keeping it parseable. */
+void al_sensors_line_add(struct al_strbuf *line, const char *name, const char *status,
+			 const char *detail);
+
+/* Reads a message. Returns false (and fills nothing) if it is not ailoop's. */
+bool al_iteration_parse(struct al_iteration *it, const char *message);
+void al_iteration_release(struct al_iteration *it);
+
+/*
+ * The iterations of the run that ends at `rev`, oldest first: the walk goes
+ * back to the run's first commit (iteration 0 of a level-0 node). Commits
+ * that are not ailoop's (an agent's own) are skipped.
+ */
+int al_history_load(struct al_git *g, const char *rev, struct al_iteration **out, size_t *n);
+void al_history_free(struct al_iteration *its, size_t n);
+
+#endif

@@ -1,0 +1,64 @@
+#ifndef AILOOP_INVOKE_H
+#define AILOOP_INVOKE_H
+
+#include "ailoop/agent.h"
+#include "ailoop/exec.h"
+#include "ailoop/proc.h"
+
+/*
+ * One agent at work: its prompt (the agent file's body with placeholders
+ * filled), its command line (the runner's template, or the agent's own
+ * `command`), its environment, its output file and its log.
+ *
+ * The task reaches agents through the prompt, {task} and AILOOP_TASK_FILE,
+ * never through a shell command line.
+ */
+enum al_role { AL_ROLE_SENSOR, AL_ROLE_CONTROLLER, AL_ROLE_ACTUATOR, AL_ROLE_ACTION };
+
+extern const char *const al_role_names[4];
+
+struct al_call_ctx {
+	const struct al_agent *agent;
+	enum al_role role;
+	const char *name;       /* the sensor's name, for file names; else NULL */
+	const struct al_node *node;
+	const char *label;
+	const char *dir;        /* the node's artifacts directory */
+	const char *input;      /* input file path, or NULL */
+	const char *output;     /* output file path */
+	const char *task;
+	const char *model;      /* NULL: the agent's own */
+	const char *sensors_section;
+	int64_t deadline_ms;    /* the node's deadline, 0 = none */
+	bool keep_output;       /* the caller writes the output file itself */
+};
+
+struct al_call {
+	struct al_proc_spec spec;
+	struct al_proc_result res;
+	const struct al_call_ctx *ctx;
+	char **argv;
+	char **env;
+	struct al_strbuf prompt;
+	char *log_path;
+	char *prompt_path;
+	int timeout_s;
+};
+
+/* Builds prompt, argv and environment; writes the prompt file. */
+int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_call_ctx *ctx);
+/*
+ * After the process ended: writes its log, and its stdout as the output
+ * file if it wrote none (unless keep_output). Returns AL_EAGENT (with a
+ * message naming the agent and its log) if it failed or timed out.
+ */
+int al_call_finish(struct al_call *call, struct al_exec *ex);
+void al_call_release(struct al_call *call);
+
+/* Prepare, run and finish one agent. AL_EINTR if interrupted. */
+int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_call *call);
+
+/* The {sensors-section} of a node: each sensor's name, output and target. */
+void al_sensors_section(struct al_strbuf *out, const struct al_node *node, const char *dir);
+
+#endif

@@ -1,0 +1,63 @@
+#ifndef AILOOP_PROC_H
+#define AILOOP_PROC_H
+
+#include "ailoop/strbuf.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Agents and command sensors as real subprocesses. Each child is started
+ * with posix_spawnp in a process group of its own, its stdin, stdout and
+ * stderr through pipes that are read with poll(). A deadline on the
+ * monotonic clock sends SIGTERM to the whole group, then SIGKILL after the
+ * grace period; an interrupt (see signals.h) does the same to every child,
+ * a second one kills at once. When a child's main process exits, whatever
+ * it left running in its group is killed, so no agent outlives its step
+ * and nothing writes to the tree while ailoop commits. Children are always
+ * reaped.
+ */
+#define AL_PROC_OUT_MAX (16u << 20) /* stdout kept in memory */
+#define AL_PROC_LOG_MAX (1u << 20)  /* tail of stdout+stderr kept for logs/ */
+#define AL_PROC_GRACE_MS 5000
+
+struct al_proc_spec {
+	const char *const *argv; /* argv[0] is looked up in PATH */
+	const char *const *env;  /* "NAME=value" set on top of the environment */
+	const char *input;       /* written to stdin; NULL means /dev/null */
+	size_t input_len;
+	int64_t deadline_ms;     /* on al_now_ms()'s clock; 0 = none */
+	int grace_ms;            /* SIGTERM to SIGKILL; 0 = AL_PROC_GRACE_MS */
+	/* called about once a second while waiting, e.g. for a live status line */
+	void (*tick)(void *data);
+	void *tick_data;
+};
+
+struct al_proc_result {
+	int exit_code;        /* exit status, or 128 + the signal that ended it */
+	bool timed_out;       /* the deadline expired and the group was stopped */
+	bool interrupted;     /* stopped because ailoop was interrupted */
+	int64_t duration_ms;
+	struct al_strbuf out; /* stdout, its first AL_PROC_OUT_MAX bytes */
+	bool out_truncated;
+	struct al_strbuf log; /* the last AL_PROC_LOG_MAX bytes of stdout+stderr */
+	bool log_truncated;
+};
+
+#define AL_PROC_RESULT_INIT { 0, false, false, 0, AL_STRBUF_INIT, false, AL_STRBUF_INIT, false }
+
+/*
+ * Runs `n` children at once and waits for all of them. A program that
+ * cannot be found ends with exit code 127 and a note in its log, as in a
+ * shell. Returns 0, AL_EINTR if an interrupt stopped them (results are
+ * filled in either way), or AL_ERROR if a child could not be started.
+ */
+int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *results, size_t n);
+int al_proc_run(const struct al_proc_spec *spec, struct al_proc_result *result);
+void al_proc_result_release(struct al_proc_result *r);
+
+/* True if `prog` names an executable, directly or through PATH. */
+bool al_proc_in_path(const char *prog);
+
+#endif

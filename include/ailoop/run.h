@@ -1,0 +1,64 @@
+#ifndef AILOOP_RUN_H
+#define AILOOP_RUN_H
+
+#include "ailoop/state.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * A run: its directory .ai-loop/runs/run_YYYYMMDD_NNN/, its run-state.md,
+ * its lock and its event log. Every node's artifacts live in
+ * nodes/<node-path>/ below the run directory.
+ */
+#define AL_RUNS_DIR ".ai-loop/runs"
+
+struct al_run {
+	struct al_run_state st; /* what run-state.md says */
+	char *dir;              /* .ai-loop/runs/<id>, relative to the root */
+	char *abs_dir;          /* the same, absolute, for agents' environment */
+	char *state_path;
+	char *events_path;
+	int lock_fd;
+};
+
+/*
+ * Creates a new run directory with the next free id for today, takes its
+ * lock and writes its run-state.md. The other fields of `st` (task, flow, branch…) are
+ * copied in; status starts as running.
+ */
+int al_run_create(struct al_run **out, const struct al_run_state *st);
+/* Opens an existing run by id and reads its state. */
+int al_run_open(struct al_run **out, const char *id);
+void al_run_free(struct al_run *run);
+
+/*
+ * Takes the run's lock (flock on <dir>/lock, holding "pid host"). Returns
+ * AL_ELOCKED, naming the holder, if a live ailoop has it; a lock left by a
+ * dead process is simply taken over. Held until al_run_free().
+ */
+int al_run_lock(struct al_run *run);
+/* Removes the lock file (at the end of a run) and releases the lock. */
+void al_run_unlock(struct al_run *run);
+/* Who holds the lock of run directory `dir`, or NULL if nobody. Caller frees. */
+char *al_run_lock_holder(const char *dir);
+
+int al_run_save(struct al_run *run);
+/* Pushes/pops the execution stack and saves. */
+int al_run_enter(struct al_run *run, const char *node_path);
+int al_run_leave(struct al_run *run);
+
+/* <dir>/nodes/<node-path>. Caller frees. */
+char *al_run_node_dir(const struct al_run *run, const char *node_path);
+
+/*
+ * Appends one line to events.jsonl: {"ts":…,"event":type, …} where the rest
+ * is built from a jansson pack format ("{s:s, s:i}") and its arguments.
+ */
+void al_run_event(struct al_run *run, const char *type, const char *fmt, ...);
+
+/* Run ids under .ai-loop/runs, newest first. */
+int al_runs_list(char ***ids, size_t *n);
+void al_runs_list_free(char **ids, size_t n);
+
+#endif

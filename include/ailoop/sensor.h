@@ -1,0 +1,42 @@
+#ifndef AILOOP_SENSOR_H
+#define AILOOP_SENSOR_H
+
+#include "ailoop/exec.h"
+
+/*
+ * Measuring a node: each sensor writes nodes/<path>/sensor-<name>-output.md
+ * whose front matter gives its status (pass, fail, partial, pending). A
+ * sensor whose agent file has a `command` is run by ailoop itself: status
+ * from the exit code or pass_if/fail_if, metrics extracted with their
+ * patterns. Other sensors are agents that write their output themselves.
+ */
+struct al_reading {
+	const char *name;
+	char *status;
+	char *detail; /* shown in the commit's [sensors] line; may be NULL */
+};
+
+struct al_readings {
+	struct al_reading *v;
+	size_t n;
+	bool all_pass; /* at least one sensor, and every one passes */
+};
+
+/*
+ * Runs every sensor of `node`, all at once if sensors_parallel. Returns 0,
+ * AL_EINTR, or AL_EAGENT if an agent sensor failed (message set).
+ */
+int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const char *dir,
+		       const char *label, const char *task, int64_t deadline);
+/* Writes "pending" outputs: a child entered without a baseline measurement. */
+int al_sensors_stub(const struct al_node *node, const char *dir);
+/* The statuses the output files record now. */
+void al_sensors_read(const struct al_node *node, const char *dir, struct al_readings *out);
+void al_readings_release(struct al_readings *r);
+/* "name: status (detail), …" for the commit message. */
+void al_readings_line(const struct al_readings *r, struct al_strbuf *out);
+
+/* nodes/<path>/sensor-<name>-output.md. Caller frees. */
+char *al_sensor_output_path(const char *dir, const char *name);
+
+#endif

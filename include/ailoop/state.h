@@ -1,0 +1,77 @@
+#ifndef AILOOP_STATE_H
+#define AILOOP_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Where a run is, on disk, so that `ailoop resume` continues it exactly:
+ * run-state.md for the run, orchestrator-output.md for each node. Both are
+ * Markdown with YAML front matter, written atomically (fsutil.h).
+ *
+ * A node moves through phases: measure (sensors), commit, controller,
+ * actuate, then measure again. A node that has ended stays in phase commit
+ * with a final status: once its commit exists it is done, and nothing is
+ * written after the run's last commit, so the tree ends clean.
+ */
+enum al_phase { AL_PHASE_MEASURE, AL_PHASE_COMMIT, AL_PHASE_CONTROLLER, AL_PHASE_ACTUATE };
+
+extern const char *const al_phase_names[4];
+
+struct al_node_state {
+	char *run_id;
+	char *node_id;
+	char *node_path;
+	char *parent_path; /* "root" for the root */
+	int level;
+	int iteration;
+	char *label;
+	enum al_phase phase;
+	char *status;    /* running, or how it ended: complete, error, … */
+	bool child_entry;
+	int max_iterations;
+	char *summary;   /* of the commit to make, or of the last action */
+	bool target_met;
+	int64_t elapsed_ms; /* time spent on the node, for its timeout */
+	char *started_at;
+	char *initial_sensors; /* the [sensors] of iteration 0, for the result */
+};
+
+/* Reads a node's state. AL_ENOTFOUND if absent, AL_EINVALID if damaged. */
+int al_node_state_read(struct al_node_state *st, const char *path);
+/* Writes it, with the task as the body, for people reading the file. */
+int al_node_state_write(const struct al_node_state *st, const char *path, const char *task);
+void al_node_state_release(struct al_node_state *st);
+bool al_node_state_final(const struct al_node_state *st);
+
+struct al_run_state {
+	char *run_id;
+	char *status; /* running, paused, complete, max-iterations-reached, timeout, error, blocked */
+	char *active_node_path;
+	char **stack; /* execution-stack: node paths from the root inwards */
+	size_t nstack;
+	char *branch;
+	char *base_branch;
+	char *task;
+	char *flow;
+	char *flow_sha256;
+	char *started_at;
+	char *updated_at;
+};
+
+int al_run_state_read(struct al_run_state *st, const char *path);
+/* Sets updated-at to now and writes. */
+int al_run_state_write(struct al_run_state *st, const char *path);
+void al_run_state_release(struct al_run_state *st);
+
+/* The static name of a final status ("complete", "timeout", …). */
+const char *al_status_name(const char *status);
+
+/* Whether a run in this status can be resumed. */
+bool al_status_resumable(const char *status);
+
+/* The current UTC time as 2026-11-21T10:00:00Z. */
+void al_timestamp(char buf[32]);
+
+#endif

@@ -1,0 +1,224 @@
+#include "ailoop/cli.h"
+#include "ailoop/exec.h"
+#include "ailoop/fsutil.h"
+#include "ailoop/sha256.h"
+#include "ailoop/signals.h"
+#include "ailoop/strbuf.h"
+#include "ailoop/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/*
+ * A run whose status says it ended may still lack its last commit: ailoop
+ * writes the final status first so that the commit carries it. Such a run
+ * is finished by resuming it.
+ */
+static bool last_commit_missing(struct al_git *git, const struct al_run *run)
+{
+	struct al_node_state st;
+	struct al_iteration head;
+	char *path, *msg = NULL;
+	bool missing = false;
+
+	if (!run->st.active_node_path)
+		return false;
+	path = al_xprintf("%s/nodes/%s/orchestrator-output.md", run->dir,
+			  run->st.active_node_path);
+	if (al_node_state_read(&st, path) == 0) {
+		missing = st.phase == AL_PHASE_COMMIT && al_node_state_final(&st);
+		if (missing && al_git_message(git, "HEAD", &msg) == 0 &&
+		    al_iteration_parse(&head, msg)) {
+			missing = strcmp(head.node_path, st.node_path) || strcmp(head.label, st.label);
+			al_iteration_release(&head);
+		}
+		al_node_state_release(&st);
+	}
+	free(msg);
+	free(path);
+	return missing;
+}
+
+static bool resumable(struct al_git *git, const struct al_run *run)
+{
+	return al_status_resumable(run->st.status) || (git && last_commit_missing(git, run));
+}
+
+/* The newest resumable run that no live ailoop holds, or NULL. */
+static char *find_resumable(struct al_git *git)
+{
+	char **ids, *found = NULL;
+	size_t n;
+
+	if (al_runs_list(&ids, &n) < 0)
+		return NULL;
+	for (size_t i = 0; i < n && !found; i++) {
+		struct al_run *run;
+		char *holder;
+
+		if (al_run_open(&run, ids[i]) < 0)
+			continue;
+		holder = al_run_lock_holder(run->dir);
+		if (!holder && resumable(git, run))
+			found = al_strdup(ids[i]);
+		free(holder);
+		al_run_free(run);
+	}
+	al_runs_list_free(ids, n);
+	return found;
+}
+
+static int resume(const char *id, bool force, bool json)
+{
+	struct al_diags diags = AL_DIAGS_INIT;
+	struct al_progress progress;
+	struct al_exec ex = { 0 };
+	struct al_result res = { 0 };
+	struct al_flow *flow = NULL;
+	struct al_git *git = NULL;
+	struct al_run *run = NULL;
+	char *picked = NULL, *branch = NULL, sha[65];
+	int rc, code = 0;
+
+	if ((rc = al_git_open(&git)) < 0) {
+		code = al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
+		goto done;
+	}
+	if (!id && !(id = picked = find_resumable(git))) {
+		code = al_cli_fail(AL_EXIT_NOINPUT, "no run to resume in %s", AL_RUNS_DIR);
+		goto done;
+	}
+	if ((rc = al_run_open(&run, id)) < 0) {
+		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
+		goto done;
+	}
+	if ((rc = al_run_lock(run)) < 0) {
+		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
+		goto done;
+	}
+	if (!resumable(git, run)) {
+		code = al_cli_fail(AL_EXIT_USAGE, "run %s is %s: there is nothing to resume",
+				   run->st.run_id, run->st.status);
+		goto done;
+	}
+	if (run->st.branch && (al_git_head(git, &branch, NULL) < 0 || !branch ||
+			       strcmp(branch, run->st.branch))) {
+		if (al_git_branch_exists(git, run->st.branch) &&
+		    (rc = al_git_checkout(git, run->st.branch)) < 0) {
+			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
+			goto done;
+		}
+	}
+	if ((code = al_cli_load_flow(run->st.flow, &diags, &flow)) != 0)
+		goto done;
+	al_sha256_hex(flow->text, flow->text_len, sha);
+	if (run->st.flow_sha256 && strcmp(sha, run->st.flow_sha256)) {
+		if (!force) {
+			code = al_cli_fail(AL_EXIT_DATAERR, "%s changed since run %s started: resume "
+					   "with --force to go on with the flow as it is now",
+					   flow->file, run->st.run_id);
+			goto done;
+		}
+		free(run->st.flow_sha256);
+		run->st.flow_sha256 = al_strdup(sha);
+	}
+	if (al_exec_check_runners(flow) < 0) {
+		code = al_cli_fail(AL_EXIT_UNAVAILABLE, "%s", al_errmsg());
+		goto done;
+	}
+	if (al_status_resumable(run->st.status)) {
+		free(run->st.status);
+		run->st.status = al_strdup("running");
+	}
+	if ((rc = al_run_save(run)) < 0) {
+		code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
+		goto done;
+	}
+	al_progress_init(&progress, false);
+	al_progress_note(&progress, "ailoop: resuming run %s at %s", run->st.run_id,
+			 run->st.active_node_path ? run->st.active_node_path : "its start");
+	ex.flow = flow;
+	ex.git = git;
+	ex.run = run;
+	ex.progress = &progress;
+	ex.resuming = true;
+	al_signals_install();
+	rc = al_exec_run(&ex, &res);
+	al_progress_end(&progress);
+	code = al_cli_report_run(&ex, rc, json);
+	if (rc != AL_EINTR && !(rc < 0 && rc != AL_EAGENT))
+		al_run_unlock(run);
+	al_result_release(&res);
+done:
+	al_run_free(run);
+	al_flow_free(flow);
+	al_diags_release(&diags);
+	al_git_free(git);
+	free(picked);
+	free(branch);
+	return code;
+}
+
+bool al_cli_check_resumable(bool json, int *code)
+{
+	struct al_git *git = NULL;
+	char *id, answer[16] = "";
+
+	*code = 0;
+	if (al_git_open(&git) < 0)
+		return false;
+	id = find_resumable(git);
+	al_git_free(git);
+	if (!id)
+		return false;
+	if (isatty(0) && isatty(2)) {
+		fprintf(stderr, "ailoop: run %s was interrupted. Resume it (r) or start a new run "
+			"(n)? [r/n] ", id);
+		if (!fgets(answer, sizeof(answer), stdin))
+			answer[0] = '\0';
+		if (answer[0] == 'n' || answer[0] == 'N') {
+			free(id);
+			return false;
+		}
+		if (answer[0] == 'r' || answer[0] == 'R' || answer[0] == '\n') {
+			*code = resume(id, false, json);
+			free(id);
+			return true;
+		}
+	}
+	*code = al_cli_fail(AL_EXIT_USAGE, "run %s can be resumed: continue it with 'ailoop "
+			    "resume', or start another with 'ailoop run --new'", id);
+	free(id);
+	return true;
+}
+
+int cmd_resume(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "force", no_argument, NULL, 'F' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 0 },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool force = false, json = false;
+	char *ignored;
+	int c, code = 0;
+
+	while ((c = al_cli_getopt(argc, argv, "", longs, "resume", &code)) != -1) {
+		if (c == '?')
+			return code;
+		if (c == 'F')
+			force = true;
+		else if (c == 'j')
+			json = true;
+	}
+	if (argc - optind > 1) {
+		al_cli_usage(stderr, al_command_find("resume"));
+		return AL_EXIT_USAGE;
+	}
+	if (al_cli_enter_root(NULL, &ignored) < 0)
+		return al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
+	free(ignored);
+	return resume(optind < argc ? argv[optind] : NULL, force, json);
+}

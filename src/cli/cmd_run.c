@@ -1,0 +1,359 @@
+#include "ailoop/cli.h"
+#include "ailoop/exec.h"
+#include "ailoop/fsutil.h"
+#include "ailoop/sha256.h"
+#include "ailoop/signals.h"
+#include "ailoop/util.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct run_opts {
+	const char *flow;
+	const char *task_file;
+	bool new_run, no_branch, allow_dirty, dry_run, json, quiet;
+};
+
+/* "Make the tests pass!" -> "make-the-tests-pass", at most 50 characters. */
+static char *slug(const char *task)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	for (const char *p = task; *p && sb.len < 50; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (isalnum(c) && c < 0x80)
+			al_strbuf_addch(&sb, tolower(c));
+		else if (sb.len && sb.buf[sb.len - 1] != '-')
+			al_strbuf_addch(&sb, '-');
+	}
+	while (sb.len && sb.buf[sb.len - 1] == '-')
+		al_strbuf_setlen(&sb, sb.len - 1);
+	if (!sb.len)
+		al_strbuf_adds(&sb, "run");
+	return al_strbuf_detach(&sb, NULL);
+}
+
+static int read_task(const char *arg, const char *file, char **out)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	*out = NULL;
+	if (file && arg)
+		return al_cli_fail(AL_EXIT_USAGE, "give the task as an argument or with "
+				   "--task-file, not both");
+	if (file && al_strbuf_read_file(&sb, file, 16u << 20) < 0) {
+		al_strbuf_release(&sb);
+		return al_cli_fail(AL_EXIT_NOINPUT, "cannot read the task file '%s'", file);
+	}
+	if (arg && !strcmp(arg, "-")) {
+		char buf[65536];
+		ssize_t n;
+
+		while ((n = read(0, buf, sizeof(buf))) > 0)
+			al_strbuf_add(&sb, buf, (size_t)n);
+	} else if (arg) {
+		al_strbuf_adds(&sb, arg);
+	}
+	if (!sb.len || strlen(sb.buf) != sb.len) {
+		al_strbuf_release(&sb);
+		return al_cli_fail(AL_EXIT_USAGE, "the task is %s", sb.len ? "not text" : "empty");
+	}
+	*out = al_strbuf_detach(&sb, NULL);
+	return 0;
+}
+
+/* Every node must be one this version of `ailoop run` executes. */
+static void check_executable(struct al_node *n, void *data)
+{
+	const struct al_node **bad = data;
+
+	if (!*bad && !(n->type == AL_NODE_LOOP && n->sensor_form))
+		*bad = n;
+}
+
+static void print_arg(const char *a)
+{
+	bool plain = *a != '\0';
+
+	for (const char *p = a; *p; p++)
+		plain &= isalnum((unsigned char)*p) || strchr("-_./=:,@+{}", *p);
+	if (plain) {
+		fputs(a, stdout);
+		return;
+	}
+	putchar('\'');
+	for (const char *p = a; *p; p++)
+		fputs(*p == '\'' ? "'\\''" : (char[]){ *p, 0 }, stdout);
+	putchar('\'');
+}
+
+static void print_agent(const struct al_flow *flow, const char *role, const char *name,
+			const struct al_agent_ref *ref, int depth)
+{
+	const struct al_agent *a = ref->agent;
+
+	printf("%*s%s%s%s: %s\n%*s  $ ", depth * 2, "", role, name ? " " : "", name ? name : "",
+	       ref->path, depth * 2, "");
+	if (a->command_sh) {
+		printf("sh -c ");
+		print_arg(a->command_sh);
+	} else if (a->command_argv) {
+		for (size_t i = 0; a->command_argv[i]; i++) {
+			printf("%s", i ? " " : "");
+			print_arg(a->command_argv[i]);
+		}
+	} else {
+		const struct al_runner *r =
+			al_runners_find(&flow->runners, a->runner ? a->runner : flow->default_runner);
+		struct al_runner_vars vars = { a->model, a->tools, a->disallowed_tools, "<prompt>",
+					       "<prompt-file>" };
+		char **argv = al_runner_argv(r, &vars);
+
+		for (size_t i = 0; argv[i]; i++) {
+			printf("%s", i ? " " : "");
+			print_arg(argv[i]);
+		}
+		if (r->prompt == AL_PROMPT_STDIN)
+			printf(" < <prompt>");
+		al_argv_free(argv);
+	}
+	putchar('\n');
+}
+
+static void print_plan(const struct al_flow *flow, const struct al_node *n, int depth)
+{
+	printf("%*s%s: %s loop, at most %d iteration%s", depth * 2, "", n->path,
+	       n->sensors_parallel ? "parallel-sensor" : "sensor", n->max_iterations,
+	       n->max_iterations == 1 ? "" : "s");
+	if (n->timeout_seconds)
+		printf(", timeout %ds", n->timeout_seconds);
+	putchar('\n');
+	for (size_t i = 0; i < n->nsensors; i++)
+		print_agent(flow, "sensor", n->sensors[i].name, &n->sensors[i].ref, depth + 1);
+	if (n->builtin_all_pass)
+		printf("%*scontroller: %s\n", depth * 2 + 2, "", AL_BUILTIN_ALL_PASS);
+	else
+		print_agent(flow, "controller", NULL, &n->controller, depth + 1);
+	if (n->strategy == AL_STRATEGY_DIRECT) {
+		print_agent(flow, "actuator", NULL, &n->actuator, depth + 1);
+	} else {
+		printf("%*sactuator: the child loop, with the action plan as its task\n",
+		       depth * 2 + 2, "");
+		print_plan(flow, n->child, depth + 1);
+	}
+}
+
+static int count_run_commits(const char *oid, const char *message, int64_t time, void *data)
+{
+	struct al_iteration it;
+	size_t *count = data;
+	int stop = 0;
+
+	(void)oid;
+	(void)time;
+	++*count;
+	if (al_iteration_parse(&it, message)) {
+		stop = it.level == 0 && !strcmp(it.label, "0");
+		al_iteration_release(&it);
+	}
+	return stop;
+}
+
+/* Prints how the run ended and what to do with its branch; the exit status. */
+int al_cli_report_run(struct al_exec *ex, int rc, bool json)
+{
+	const char *status = ex->run->st.status, *branch = ex->run->st.branch;
+	const char *base = ex->run->st.base_branch;
+	size_t commits = 0;
+	int code;
+
+	if (rc == AL_EINTR)
+		code = AL_EXIT_INTERRUPTED;
+	else if (rc < 0 && rc != AL_EAGENT)
+		code = al_cli_exit_code(rc);
+	else if (!strcmp(status, "complete"))
+		code = AL_EXIT_OK;
+	else if (!strcmp(status, "timeout"))
+		code = AL_EXIT_TIMEOUT;
+	else if (!strcmp(status, "blocked"))
+		code = AL_EXIT_BLOCKED;
+	else
+		code = AL_EXIT_FAILED;
+	if (rc < 0)
+		fprintf(stderr, "ailoop: %s: %s\n", rc == AL_EINTR ? "interrupted" : "error",
+			rc == AL_EINTR ? "the run is paused" : al_errmsg());
+	al_git_walk(ex->git, "HEAD", NULL, count_run_commits, &commits);
+	if (json) {
+		json_t *o = json_pack("{s:s, s:s, s:s?, s:s?, s:i, s:i}", "run_id",
+				      ex->run->st.run_id, "status", status, "branch", branch,
+				      "base_branch", base, "commits", (json_int_t)commits,
+				      "exit_code", code);
+		char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+		printf("%s\n", text);
+		free(text);
+		json_decref(o);
+		return code;
+	}
+	if (code == AL_EXIT_INTERRUPTED || (rc < 0 && rc != AL_EAGENT)) {
+		printf("run %s is paused: continue it with 'ailoop resume %s'\n",
+		       ex->run->st.run_id, ex->run->st.run_id);
+		return code;
+	}
+	printf("run %s: %s\n", ex->run->st.run_id, status);
+	printf("  branch:       %s\n  base branch:  %s\n  commits:      %zu\n",
+	       branch ? branch : "(detached HEAD)", base ? base : "-", commits);
+	if (branch && base && strcmp(branch, base)) {
+		printf("  merge:        git checkout %s && git merge %s\n", base, branch);
+		printf("  diff:         git diff %s...%s\n", base, branch);
+		printf("  discard:      git checkout %s && git branch -D %s\n", base, branch);
+	}
+	return code;
+}
+
+static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
+{
+	struct al_run_state init = { 0 };
+	struct al_progress progress;
+	struct al_exec ex = { 0 };
+	struct al_result res = { 0 };
+	struct al_git *git = NULL;
+	struct al_run *run = NULL;
+	char oid[AL_OID_HEX], sha[65], *base = NULL, *branch = NULL, *dirty = NULL, *name;
+	int rc, code;
+
+	if ((rc = al_git_open(&git)) < 0 || (rc = al_git_head(git, &base, oid)) < 0) {
+		code = al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
+		goto done;
+	}
+	if (!o->new_run && al_cli_check_resumable(o->json, &code))
+		goto done;
+	if (!o->allow_dirty && (rc = al_git_dirty(git, &dirty)) != 0) {
+		code = rc < 0 ? al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg())
+			      : al_cli_fail(AL_EXIT_USAGE, "the work tree has uncommitted changes "
+					    "('%s'): commit or stash them, or pass --allow-dirty", dirty);
+		goto done;
+	}
+	if (!base)
+		base = al_strndup(oid, 12);
+	if (o->no_branch) {
+		branch = al_strdup(base);
+	} else {
+		char *s = slug(task);
+
+		name = al_xprintf("ai-loop/%s", s);
+		free(s);
+		rc = al_git_branch_create(git, name, &branch);
+		free(name);
+		if (rc < 0) {
+			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
+			goto done;
+		}
+	}
+	al_sha256_hex(flow->text, flow->text_len, sha);
+	init.task = task;
+	init.flow = flow->file;
+	init.flow_sha256 = sha;
+	init.branch = branch;
+	init.base_branch = base;
+	if ((rc = al_run_create(&run, &init)) < 0) {
+		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
+		goto done;
+	}
+	al_progress_init(&progress, o->quiet);
+	if (!o->no_branch)
+		al_progress_note(&progress, "ailoop: run %s on branch %s (from %s)",
+				 run->st.run_id, branch, base);
+	else
+		al_progress_note(&progress, "ailoop: run %s on %s", run->st.run_id, branch);
+	ex.flow = flow;
+	ex.git = git;
+	ex.run = run;
+	ex.progress = &progress;
+	al_signals_install();
+	rc = al_exec_run(&ex, &res);
+	al_progress_end(&progress);
+	code = al_cli_report_run(&ex, rc, o->json);
+	if (code != AL_EXIT_INTERRUPTED && rc != AL_EINTR && !(rc < 0 && rc != AL_EAGENT))
+		al_run_unlock(run);
+	al_result_release(&res);
+done:
+	al_run_free(run);
+	al_git_free(git);
+	free(base);
+	free(branch);
+	free(dirty);
+	return code;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "flow", required_argument, NULL, 'f' },
+		{ "task-file", required_argument, NULL, 't' },
+		{ "new", no_argument, NULL, 'N' },
+		{ "no-branch", no_argument, NULL, 'B' },
+		{ "allow-dirty", no_argument, NULL, 'D' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 0 },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct run_opts o = { 0 };
+	struct al_diags diags = AL_DIAGS_INIT;
+	struct al_flow *flow = NULL;
+	const struct al_node *bad = NULL;
+	char *task = NULL;
+	int c, code = 0;
+
+	while ((c = al_cli_getopt(argc, argv, "f:nq", longs, "run", &code)) != -1) {
+		switch (c) {
+		case '?': return code;
+		case 'f': o.flow = optarg; break;
+		case 't': o.task_file = optarg; break;
+		case 'N': o.new_run = true; break;
+		case 'B': o.no_branch = true; break;
+		case 'D': o.allow_dirty = true; break;
+		case 'n': o.dry_run = true; break;
+		case 'j': o.json = true; break;
+		case 'q': o.quiet = true; break;
+		}
+	}
+	if (argc - optind > 1 || (argc == optind && !o.task_file)) {
+		al_cli_usage(stderr, al_command_find("run"));
+		return AL_EXIT_USAGE;
+	}
+	if ((code = read_task(optind < argc ? argv[optind] : NULL, o.task_file, &task)) != 0)
+		return code;
+	if ((code = al_cli_load_flow(o.flow, &diags, &flow)) != 0)
+		goto done;
+	al_flow_walk(flow->root, check_executable, &bad);
+	if (bad) {
+		code = al_cli_fail(AL_EXIT_DATAERR, "%s:%d:%d: node '%s' is a %s%s node: ailoop run "
+				   "executes sensor-form loops only, for now", bad->pos.file,
+				   bad->pos.line, bad->pos.col, bad->path,
+				   bad->type == AL_NODE_LOOP ? "ReAcTree-form " : "",
+				   al_node_type_name(bad->type));
+		goto done;
+	}
+	if (al_exec_check_runners(flow) < 0) {
+		code = al_cli_fail(AL_EXIT_UNAVAILABLE, "%s", al_errmsg());
+		goto done;
+	}
+	if (o.dry_run) {
+		printf("dry run of %s (nothing is executed)\ntask: %s\n\n", flow->file, task);
+		print_plan(flow, flow->root, 0);
+		goto done;
+	}
+	code = start_run(&o, flow, task);
+done:
+	free(task);
+	al_flow_free(flow);
+	al_diags_release(&diags);
+	return code;
+}

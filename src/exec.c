@@ -1,0 +1,150 @@
+#include "ailoop/exec.h"
+#include "ailoop/fsutil.h"
+#include "ailoop/md.h"
+#include "ailoop/proc.h"
+#include "ailoop/util.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void al_result_release(struct al_result *res)
+{
+	free(res->summary);
+	res->summary = NULL;
+}
+
+int al_exec_node(struct al_exec *ex, const struct al_node *node, const char *task,
+		 const char *parent_label, bool child_entry, int64_t deadline,
+		 struct al_result *res)
+{
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if (ex->nframes >= AL_FLOW_MAX_DEPTH)
+		return al_err(AL_ERROR, "nesting deeper than %d", AL_FLOW_MAX_DEPTH);
+	switch (node->type) {
+	case AL_NODE_LOOP:
+		if (node->sensor_form) {
+			rc = al_loop_run(ex, node, task, parent_label, child_entry, deadline, res);
+			break;
+		}
+		/* fall through */
+	default:
+		rc = al_err(AL_EINVALID, "node '%s': ailoop run does not execute %s%s nodes yet",
+			    node->path, node->type == AL_NODE_LOOP ? "ReAcTree-form " : "",
+			    al_node_type_name(node->type));
+		break;
+	}
+	return rc;
+}
+
+int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f)
+{
+	struct al_strbuf msg = AL_STRBUF_INIT;
+	struct al_iteration head;
+	char *head_msg = NULL, oid[AL_OID_HEX];
+	bool done = false;
+	int rc = 0;
+
+	/* the commit may exist already: ailoop died after making it */
+	if (al_git_message(ex->git, "HEAD", &head_msg) == 0 && al_iteration_parse(&head, head_msg)) {
+		done = !strcmp(head.node_path, f->node_path) && !strcmp(head.label, f->label);
+		al_iteration_release(&head);
+	}
+	free(head_msg);
+	if (done)
+		return 0;
+	al_commit_message(&msg, f);
+	rc = al_git_commit_all(ex->git, msg.buf, oid);
+	if (rc == 0) {
+		ex->commits++;
+		al_progress_note(ex->progress, "ailoop: [%s] %s: %s%s%s", f->label, f->node_path,
+				 f->summary, f->sensors && *f->sensors ? " | " : "",
+				 f->sensors ? f->sensors : "");
+	}
+	al_strbuf_release(&msg);
+	return rc;
+}
+
+/* result-output.md of a node that ended because the run failed below it. */
+static void fail_frame(struct al_exec *ex, struct al_frame *f, const char *message)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	struct al_fm *fm = al_fm_new();
+	char *path = al_xprintf("%s/result-output.md", f->dir), *state;
+
+	al_fm_str(fm, "status", "error");
+	al_fm_bool(fm, "target-met", false);
+	al_fm_str(fm, "termination-reason", "error");
+	al_fm_str(fm, "run-id", ex->run->st.run_id);
+	al_fm_str(fm, "node-id", f->node->id);
+	al_fm_str(fm, "node-path", f->node->path);
+	al_fm_str(fm, "parent-node-path", f->node->parent ? f->node->parent->path : "root");
+	al_fm_int(fm, "iterations-executed", f->st->iteration > 0 ? f->st->iteration - 1 : 0);
+	al_fm_finish(fm, &sb);
+	al_strbuf_addf(&sb, "\n# Result: %s\n\n## Summary\n\nStopped: the run failed below this "
+		       "node (on_error: fail-fast).\n\n## Metrics Delta\n\n(not measured)\n\n"
+		       "## Key Observations for Parent Controller\n\n%s\n", f->node->id, message);
+	al_write_atomic(path, sb.buf, sb.len);
+	free(f->st->status);
+	f->st->status = al_strdup("error");
+	state = al_xprintf("%s/orchestrator-output.md", f->dir);
+	al_node_state_write(f->st, state, f->task);
+	free(state);
+	free(path);
+	al_strbuf_release(&sb);
+}
+
+void al_exec_fail_frames(struct al_exec *ex, const char *message)
+{
+	/* the innermost frame writes its own result */
+	for (size_t i = 0; i + 1 < ex->nframes; i++)
+		fail_frame(ex, &ex->frames[i], message);
+	free(ex->run->st.status);
+	ex->run->st.status = al_strdup("error");
+	al_run_save(ex->run);
+	al_run_event(ex->run, "run_end", "{s:s, s:s}", "status", "error", "error", message);
+}
+
+int al_exec_check_runners(const struct al_flow *flow)
+{
+	for (size_t i = 0; i < flow->agents.n; i++) {
+		const struct al_agent *a = flow->agents.v[i];
+		const struct al_runner *r;
+
+		if (!a->loaded || al_agent_is_command(a))
+			continue;
+		r = al_runners_find(&flow->runners, a->runner ? a->runner : flow->default_runner);
+		if (r && !al_proc_in_path(r->argv[0]))
+			return al_err(AL_ENORUNNER,
+				      "agent '%s' runs with '%s', which is not installed%s%s%s",
+				      a->path, r->argv[0], r->install ? " (install it: " : "",
+				      r->install ? r->install : "", r->install ? ")" : "");
+	}
+	return 0;
+}
+
+int al_exec_run(struct al_exec *ex, struct al_result *res)
+{
+	char cwd[PATH_MAX];
+	int rc;
+
+	ex->root = al_strdup(getcwd(cwd, sizeof(cwd)) ? cwd : ".");
+	al_run_event(ex->run, ex->resuming ? "run_resume" : "run_start", "{s:s, s:s}", "run",
+		     ex->run->st.run_id, "flow", ex->run->st.flow);
+	rc = al_exec_node(ex, ex->flow->root, ex->run->st.task, NULL, false, 0, res);
+	if (rc == AL_EINTR || (rc < 0 && rc != AL_EAGENT)) {
+		/* resumable: the step that was running runs again */
+		free(ex->run->st.status);
+		ex->run->st.status = al_strdup("paused");
+		al_run_save(ex->run);
+		al_run_event(ex->run, "run_paused", "{s:s}", "reason",
+			     rc == AL_EINTR ? "interrupted" : al_errmsg());
+	}
+	/* else the run ended, and its last commit holds its run_end event */
+	free(ex->root);
+	ex->root = NULL;
+	return rc;
+}

@@ -1,0 +1,144 @@
+#include "ailoop/fsutil.h"
+#include "ailoop/strbuf.h"
+#include "ailoop/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool al_fsync_enabled(void)
+{
+	static int enabled = -1;
+
+	if (enabled < 0) {
+		const char *v = getenv("AILOOP_FSYNC");
+
+		enabled = !(v && !strcmp(v, "0"));
+	}
+	return enabled;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void sync_dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? al_strndup(path, (size_t)(slash - path)) : al_strdup(".");
+	int fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(dir);
+}
+
+int al_write_atomic(const char *path, const void *data, size_t len)
+{
+	struct al_strbuf lock = AL_STRBUF_INIT;
+	int fd, rc = 0;
+
+	al_strbuf_addf(&lock, "%s.lock", path);
+	fd = open(lock.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EEXIST) {
+		unlink(lock.buf); /* left by a writer that died */
+		fd = open(lock.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	}
+	if (fd < 0) {
+		rc = al_err(AL_ERROR, "cannot write '%s': %s", lock.buf, strerror(errno));
+		goto done;
+	}
+	if (write_all(fd, data, len) < 0 || (al_fsync_enabled() && fsync(fd) < 0)) {
+		rc = al_err(AL_ERROR, "cannot write '%s': %s", lock.buf, strerror(errno));
+		close(fd);
+		unlink(lock.buf);
+		goto done;
+	}
+	close(fd);
+	if (rename(lock.buf, path) < 0) {
+		rc = al_err(AL_ERROR, "cannot rename '%s' to '%s': %s", lock.buf, path,
+			    strerror(errno));
+		unlink(lock.buf);
+		goto done;
+	}
+	if (al_fsync_enabled())
+		sync_dir_of(path);
+done:
+	al_strbuf_release(&lock);
+	return rc;
+}
+
+int al_append_line(const char *path, const char *line, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644), rc = 0;
+
+	if (fd < 0)
+		return al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
+	if (write_all(fd, line, len) < 0)
+		rc = al_err(AL_ERROR, "cannot append to '%s': %s", path, strerror(errno));
+	close(fd);
+	return rc;
+}
+
+int al_mkdirs(const char *path)
+{
+	char *p = al_strdup(path);
+	int rc = 0;
+
+	for (char *s = p + 1; ; s++) {
+		char c = *s;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			rc = al_err(AL_ERROR, "cannot create directory '%s': %s", p, strerror(errno));
+			break;
+		}
+		*s = c;
+		if (!c)
+			break;
+	}
+	if (!rc && !al_dir_exists(path))
+		rc = al_err(AL_ERROR, "'%s' exists and is not a directory", path);
+	free(p);
+	return rc;
+}
+
+bool al_file_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool al_dir_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int al_remove(const char *path)
+{
+	if (unlink(path) < 0 && errno != ENOENT)
+		return al_err(AL_ERROR, "cannot remove '%s': %s", path, strerror(errno));
+	return 0;
+}

@@ -1,0 +1,252 @@
+#include "ailoop/invoke.h"
+#include "ailoop/fsutil.h"
+#include "ailoop/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const al_role_names[4] = { "sensor", "controller", "actuator", "action" };
+
+static char *absolute(const struct al_exec *ex, const char *rel)
+{
+	return rel ? al_xprintf("%s/%s", ex->root, rel) : al_strdup("");
+}
+
+void al_sensors_section(struct al_strbuf *out, const struct al_node *node, const char *dir)
+{
+	for (size_t i = 0; i < node->nsensors; i++) {
+		const struct al_sensor *s = &node->sensors[i];
+		const struct al_agent *a = s->ref.agent;
+
+		al_strbuf_addf(out, "- %s: %s/sensor-%s-output.md", s->name, dir, s->name);
+		if (a && a->target)
+			al_strbuf_addf(out, " (target: %s)", a->target);
+		al_strbuf_addch(out, '\n');
+	}
+	if (!node->nsensors)
+		al_strbuf_adds(out, "(this loop has no sensors)\n");
+}
+
+/* The value of placeholder `name`, or NULL to leave "{name}" as written. */
+static const char *placeholder(const struct al_call_ctx *c, const struct al_exec *ex,
+			       const char *name, size_t len, const char *task_file)
+{
+	struct {
+		const char *name;
+		const char *value;
+	} table[] = {
+		{ "artifacts-path", c->dir },
+		{ "input-path", c->input ? c->input : "" },
+		{ "output-path", c->output },
+		{ "node-path", c->node->path },
+		{ "child-node-id", c->node->child ? c->node->child->id : "" },
+		{ "sensors-section", c->sensors_section ? c->sensors_section : "" },
+		{ "task", c->task ? c->task : "" },
+		{ "task-file", task_file },
+		{ "iteration", c->label },
+		{ "run-id", ex->run->st.run_id },
+		{ "memory-section", "" },
+		{ "feedback-section", "" },
+	};
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(table); i++)
+		if (strlen(table[i].name) == len && !memcmp(table[i].name, name, len))
+			return table[i].value;
+	return NULL;
+}
+
+static void render_prompt(struct al_call *call, const struct al_exec *ex, const char *task_file)
+{
+	const struct al_call_ctx *c = call->ctx;
+	const char *p = c->agent->body, *end = p + c->agent->body_len;
+	struct al_strbuf *out = &call->prompt;
+
+	while (p < end) {
+		const char *open = memchr(p, '{', (size_t)(end - p)), *close, *val = NULL;
+
+		if (!open) {
+			al_strbuf_add(out, p, (size_t)(end - p));
+			break;
+		}
+		al_strbuf_add(out, p, (size_t)(open - p));
+		close = memchr(open, '}', (size_t)(end - open));
+		if (close)
+			val = placeholder(c, ex, open + 1, (size_t)(close - open - 1), task_file);
+		if (val) {
+			al_strbuf_adds(out, val);
+			p = close + 1;
+		} else {
+			al_strbuf_addch(out, '{');
+			p = open + 1;
+		}
+	}
+	al_strbuf_rtrim(out);
+	/* the facts an agent needs even when its file names no placeholder */
+	al_strbuf_addf(out, "\n\n---\nailoop: you are the %s%s%s of node '%s', iteration %s of run %s.\n"
+		       "Task file: %s\n",
+		       al_role_names[c->role], c->name ? " " : "", c->name ? c->name : "",
+		       c->node->path, c->label, ex->run->st.run_id, task_file);
+	if (c->input)
+		al_strbuf_addf(out, "Input: %s\n", c->input);
+	al_strbuf_addf(out, "Write your output to: %s\n", c->output);
+}
+
+static void add_env(char ***env, size_t *n, const char *key, const char *value)
+{
+	*env = al_realloc(*env, (*n + 2) * sizeof(**env));
+	(*env)[(*n)++] = al_xprintf("%s=%s", key, value ? value : "");
+	(*env)[*n] = NULL;
+}
+
+int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_call_ctx *c)
+{
+	const struct al_agent *a = c->agent;
+	char *task_file, *abs_dir, *abs_in, *abs_out, *abs_task, *abs_prompt, *logs;
+	const char *suffix = c->name ? c->name : "";
+	size_t nenv = 0;
+	int64_t now = al_now_ms(), deadline;
+	int rc;
+
+	memset(call, 0, sizeof(*call));
+	call->ctx = c;
+	al_strbuf_init(&call->prompt);
+	logs = al_xprintf("%s/logs", c->dir);
+	call->log_path = al_xprintf("%s/%s%s%s.log", logs, al_role_names[c->role],
+				    *suffix ? "-" : "", suffix);
+	call->prompt_path = al_xprintf("%s/%s%s%s.prompt.md", logs, al_role_names[c->role],
+				       *suffix ? "-" : "", suffix);
+	task_file = al_xprintf("%s/task.md", c->dir);
+	if ((rc = al_mkdirs(logs)) < 0)
+		goto done;
+	render_prompt(call, ex, task_file);
+	if ((rc = al_write_atomic(call->prompt_path, call->prompt.buf, call->prompt.len)) < 0)
+		goto done;
+	if (!c->keep_output && (rc = al_remove(c->output)) < 0)
+		goto done;
+
+	if (a->command_sh) {
+		const char *argv[] = { "sh", "-c", a->command_sh, NULL };
+
+		call->argv = al_calloc(4, sizeof(*call->argv));
+		for (int i = 0; i < 3; i++)
+			call->argv[i] = al_strdup(argv[i]);
+	} else if (a->command_argv) {
+		size_t n = 0;
+
+		while (a->command_argv[n])
+			n++;
+		call->argv = al_calloc(n + 1, sizeof(*call->argv));
+		for (size_t i = 0; i < n; i++)
+			call->argv[i] = al_strdup(a->command_argv[i]);
+	} else {
+		const struct al_runner *r = al_runners_find(
+			&ex->flow->runners, a->runner ? a->runner : ex->flow->default_runner);
+		struct al_runner_vars vars = {
+			c->model ? c->model : a->model, a->tools, a->disallowed_tools,
+			call->prompt.buf, call->prompt_path,
+		};
+
+		call->argv = al_runner_argv(r, &vars);
+		if (r->prompt == AL_PROMPT_STDIN) {
+			call->spec.input = call->prompt.buf;
+			call->spec.input_len = call->prompt.len;
+		}
+	}
+
+	abs_dir = absolute(ex, c->dir);
+	abs_in = c->input ? absolute(ex, c->input) : al_strdup("");
+	abs_out = absolute(ex, c->output);
+	abs_task = absolute(ex, task_file);
+	abs_prompt = absolute(ex, call->prompt_path);
+	add_env(&call->env, &nenv, "AILOOP_RUN_ID", ex->run->st.run_id);
+	add_env(&call->env, &nenv, "AILOOP_RUN_DIR", ex->run->abs_dir);
+	add_env(&call->env, &nenv, "AILOOP_NODE_PATH", c->node->path);
+	add_env(&call->env, &nenv, "AILOOP_NODE_ID", c->node->id);
+	add_env(&call->env, &nenv, "AILOOP_ITERATION", c->label);
+	add_env(&call->env, &nenv, "AILOOP_ROLE", al_role_names[c->role]);
+	add_env(&call->env, &nenv, "AILOOP_ARTIFACTS", abs_dir);
+	add_env(&call->env, &nenv, "AILOOP_INPUT", abs_in);
+	add_env(&call->env, &nenv, "AILOOP_OUTPUT", abs_out);
+	add_env(&call->env, &nenv, "AILOOP_TASK_FILE", abs_task);
+	add_env(&call->env, &nenv, "AILOOP_PROMPT_FILE", abs_prompt);
+	if (c->name)
+		add_env(&call->env, &nenv, "AILOOP_SENSOR", c->name);
+	free(abs_dir);
+	free(abs_in);
+	free(abs_out);
+	free(abs_task);
+	free(abs_prompt);
+
+	call->timeout_s = a->timeout ? a->timeout : ex->flow->agent_timeout_seconds;
+	deadline = now + (int64_t)call->timeout_s * 1000;
+	if (c->deadline_ms && c->deadline_ms < deadline)
+		deadline = c->deadline_ms;
+	call->spec.argv = (const char *const *)call->argv;
+	call->spec.env = (const char *const *)call->env;
+	call->spec.deadline_ms = deadline;
+	call->spec.tick = al_progress_tick;
+	call->spec.tick_data = ex->progress;
+	call->res = (struct al_proc_result)AL_PROC_RESULT_INIT;
+done:
+	free(task_file);
+	free(logs);
+	return rc;
+}
+
+int al_call_finish(struct al_call *call, struct al_exec *ex)
+{
+	const struct al_call_ctx *c = call->ctx;
+	struct al_proc_result *r = &call->res;
+	struct al_strbuf log = AL_STRBUF_INIT;
+	const char *who = al_role_names[c->role];
+	int rc = 0;
+
+	(void)ex;
+	if (r->log_truncated)
+		al_strbuf_adds(&log, "[ailoop: earlier output dropped, the last 1 MiB follows]\n");
+	al_strbuf_add(&log, r->log.buf, r->log.len);
+	rc = al_write_atomic(call->log_path, log.buf, log.len);
+	al_strbuf_release(&log);
+	if (rc < 0)
+		return rc;
+	if (r->interrupted)
+		return AL_EINTR;
+	if (!c->keep_output && !al_file_exists(c->output) &&
+	    (rc = al_write_atomic(c->output, r->out.buf, r->out.len)) < 0)
+		return rc;
+	if (r->timed_out && !c->keep_output)
+		return al_err(AL_EAGENT, "%s '%s' did not finish in time and was stopped (log: %s)",
+			      who, c->agent->path, call->log_path);
+	if (c->keep_output)
+		return 0; /* a command sensor: its exit status is its measurement */
+	if (r->exit_code == 127 && !r->duration_ms && !r->out.len)
+		return al_err(AL_EAGENT, "%s '%s': cannot run '%s' (log: %s)", who,
+			      c->agent->path, call->argv[0], call->log_path);
+	if (r->exit_code)
+		return al_err(AL_EAGENT, "%s '%s' failed with exit status %d (log: %s)", who,
+			      c->agent->path, r->exit_code, call->log_path);
+	return 0;
+}
+
+void al_call_release(struct al_call *call)
+{
+	al_argv_free(call->argv);
+	al_argv_free(call->env);
+	al_strbuf_release(&call->prompt);
+	al_proc_result_release(&call->res);
+	free(call->log_path);
+	free(call->prompt_path);
+	memset(call, 0, sizeof(*call));
+}
+
+int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_call *call)
+{
+	int rc;
+
+	if ((rc = al_call_prepare(call, ex, ctx)) < 0)
+		return rc;
+	rc = al_proc_run(&call->spec, &call->res);
+	if (rc < 0 && rc != AL_EINTR)
+		return rc;
+	return al_call_finish(call, ex);
+}

@@ -1,0 +1,404 @@
+#include "ailoop/proc.h"
+#include "ailoop/signals.h"
+#include "ailoop/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct child {
+	const struct al_proc_spec *spec;
+	struct al_proc_result *res;
+	pid_t pid;
+	int pidfd;           /* -1: poll waitid() in slices instead */
+	int out_fd, err_fd, in_fd;
+	size_t in_off;
+	bool exited;         /* main process is a zombie, not yet reaped */
+	bool done;           /* reaped, pipes closed */
+	int64_t start;
+	int64_t kill_at;     /* when SIGTERM turns into SIGKILL; 0 = not pending */
+	int64_t drain_until; /* after exit: stop waiting for pipes held by strays */
+};
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* The environment: ours, with the spec's NAME=value entries on top. */
+static char **make_env(const char *const *extra)
+{
+	size_t n = 0, k = 0, m = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	while (extra && extra[m])
+		m++;
+	env = al_calloc(n + m + 1, sizeof(*env));
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(environ[i], '=');
+		size_t len = eq ? (size_t)(eq - environ[i]) + 1 : strlen(environ[i]);
+		bool replaced = false;
+
+		for (size_t j = 0; j < m && !replaced; j++)
+			replaced = !strncmp(extra[j], environ[i], len);
+		if (!replaced)
+			env[k++] = environ[i];
+	}
+	for (size_t j = 0; j < m; j++)
+		env[k++] = (char *)extra[j];
+	return env;
+}
+
+static void spawn_failed(struct child *c, int err)
+{
+	al_strbuf_addf(&c->res->log, "ailoop: cannot run '%s': %s\n", c->spec->argv[0],
+		       strerror(err));
+	c->res->exit_code = 127;
+	c->done = true;
+}
+
+static int spawn(struct child *c)
+{
+	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 }, rc = 0, e;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t mask, defaults;
+	char **env;
+
+	c->out_fd = c->err_fd = c->in_fd = c->pidfd = -1;
+	c->start = al_now_ms();
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+	    (c->spec->input && pipe2(in, O_CLOEXEC) < 0)) {
+		rc = al_err(AL_ERROR, "cannot create pipes: %s", strerror(errno));
+		goto done;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+	if (c->spec->input)
+		posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	else
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawnattr_init(&attr);
+	sigemptyset(&mask);
+	sigemptyset(&defaults);
+	sigaddset(&defaults, SIGPIPE);
+	sigaddset(&defaults, SIGINT);
+	sigaddset(&defaults, SIGTERM);
+	sigaddset(&defaults, SIGHUP);
+	posix_spawnattr_setsigmask(&attr, &mask);
+	posix_spawnattr_setsigdefault(&attr, &defaults);
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+				 POSIX_SPAWN_SETSIGDEF);
+	env = make_env(c->spec->env);
+	e = posix_spawnp(&c->pid, c->spec->argv[0], &fa, &attr,
+			 (char *const *)c->spec->argv, env);
+	free(env);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	if (e) {
+		if (e == ENOENT || e == EACCES || e == ENOEXEC)
+			spawn_failed(c, e);
+		else
+			rc = al_err(AL_ERROR, "cannot start '%s': %s", c->spec->argv[0], strerror(e));
+		goto done;
+	}
+	c->pidfd = (int)pidfd_open(c->pid, 0);
+	c->out_fd = out[0];
+	c->err_fd = err[0];
+	out[0] = err[0] = -1;
+	if (c->spec->input) {
+		c->in_fd = in[1];
+		in[1] = -1;
+		fcntl(c->in_fd, F_SETFL, O_NONBLOCK);
+	}
+done:
+	close_fd(&out[0]);
+	close_fd(&out[1]);
+	close_fd(&err[0]);
+	close_fd(&err[1]);
+	close_fd(&in[0]);
+	close_fd(&in[1]);
+	return rc;
+}
+
+/* Keeps the head of stdout and, in `log`, the tail of everything. */
+static void take(struct child *c, const char *buf, size_t n, bool is_stdout)
+{
+	struct al_proc_result *r = c->res;
+
+	if (is_stdout) {
+		size_t room = AL_PROC_OUT_MAX - r->out.len;
+
+		al_strbuf_add(&r->out, buf, n < room ? n : room);
+		if (n > room)
+			r->out_truncated = true;
+	}
+	al_strbuf_add(&r->log, buf, n);
+	if (r->log.len > 2 * AL_PROC_LOG_MAX) {
+		size_t drop = r->log.len - AL_PROC_LOG_MAX;
+
+		memmove(r->log.buf, r->log.buf + drop, AL_PROC_LOG_MAX);
+		al_strbuf_setlen(&r->log, AL_PROC_LOG_MAX);
+		r->log_truncated = true;
+	}
+}
+
+static void drain(struct child *c, int *fd, bool is_stdout)
+{
+	char buf[65536];
+	ssize_t n = read(*fd, buf, sizeof(buf));
+
+	if (n > 0)
+		take(c, buf, (size_t)n, is_stdout);
+	else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+		close_fd(fd);
+}
+
+static void feed(struct child *c)
+{
+	const struct al_proc_spec *s = c->spec;
+	ssize_t n = write(c->in_fd, s->input + c->in_off, s->input_len - c->in_off);
+
+	if (n > 0)
+		c->in_off += (size_t)n;
+	if ((n < 0 && errno != EAGAIN && errno != EINTR) || c->in_off >= s->input_len)
+		close_fd(&c->in_fd); /* all written, or the child closed its stdin */
+}
+
+static void signal_group(struct child *c, int sig)
+{
+	if (c->pid > 0 && !c->done)
+		kill(-c->pid, sig);
+}
+
+static void stop(struct child *c, int64_t now)
+{
+	if (c->exited || c->kill_at)
+		return;
+	signal_group(c, SIGTERM);
+	c->kill_at = now + (c->spec->grace_ms ? c->spec->grace_ms : AL_PROC_GRACE_MS);
+}
+
+static void check_exit(struct child *c, int64_t now)
+{
+	siginfo_t info;
+
+	if (c->exited)
+		return;
+	memset(&info, 0, sizeof(info));
+	/* WNOWAIT leaves a zombie: its pid, so its group id, cannot be reused yet */
+	if (waitid(P_PID, (id_t)c->pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+	    info.si_pid != c->pid)
+		return;
+	c->exited = true;
+	signal_group(c, SIGKILL); /* strays the agent left behind */
+	c->drain_until = now + 2000;
+}
+
+static void reap(struct child *c, int64_t now)
+{
+	int status;
+
+	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status))
+		c->res->exit_code = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		c->res->exit_code = 128 + WTERMSIG(status);
+	c->res->duration_ms = now - c->start;
+	close_fd(&c->pidfd);
+	close_fd(&c->in_fd);
+	close_fd(&c->out_fd);
+	close_fd(&c->err_fd);
+	c->done = true;
+}
+
+static int64_t next_wakeup(const struct child *cs, size_t n, int64_t now)
+{
+	int64_t wake = now + 1000;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct child *c = &cs[i];
+
+		if (c->done)
+			continue;
+		if (c->spec->deadline_ms && !c->kill_at && !c->exited && c->spec->deadline_ms < wake)
+			wake = c->spec->deadline_ms;
+		if (c->kill_at && c->kill_at < wake)
+			wake = c->kill_at;
+		if (c->exited && c->drain_until < wake)
+			wake = c->drain_until;
+		if (c->pidfd < 0 && !c->exited && now + 20 < wake)
+			wake = now + 20;
+	}
+	return wake;
+}
+
+/* One round of the loop: wait for something, then react to it. */
+static void step(struct child *cs, size_t n, int *signals_seen)
+{
+	struct pollfd fds[4 * n + 1];
+	struct child *owner[4 * n + 1];
+	int kind[4 * n + 1];
+	int64_t now = al_now_ms(), wake;
+	size_t m = 0;
+	int timeout;
+
+	for (size_t i = 0; i < n; i++) {
+		struct child *c = &cs[i];
+		int *fd[4] = { &c->out_fd, &c->err_fd, &c->in_fd, &c->pidfd };
+
+		if (c->done)
+			continue;
+		for (int k = 0; k < 4; k++) {
+			if (*fd[k] < 0 || (k == 3 && c->exited))
+				continue;
+			fds[m].fd = *fd[k];
+			fds[m].events = k == 2 ? POLLOUT : POLLIN;
+			owner[m] = c;
+			kind[m++] = k;
+		}
+	}
+	if (al_signals_fd() >= 0) {
+		fds[m].fd = al_signals_fd();
+		fds[m].events = POLLIN;
+		owner[m] = NULL;
+		kind[m++] = -1;
+	}
+	wake = next_wakeup(cs, n, now);
+	timeout = wake > now ? (int)(wake - now) : 0;
+	if (poll(fds, m, timeout) < 0 && errno != EINTR)
+		return;
+	now = al_now_ms();
+	for (size_t i = 0; i < m; i++) {
+		struct child *c = owner[i];
+
+		if (!fds[i].revents)
+			continue;
+		switch (kind[i]) {
+		case 0: drain(c, &c->out_fd, true); break;
+		case 1: drain(c, &c->err_fd, false); break;
+		case 2: feed(c); break;
+		case 3: check_exit(c, now); break;
+		default: al_signals_drain(); break;
+		}
+	}
+	if (al_signals_count() > *signals_seen) {
+		bool force = al_signals_count() >= 2;
+
+		*signals_seen = al_signals_count();
+		for (size_t i = 0; i < n; i++) {
+			if (cs[i].done)
+				continue;
+			cs[i].res->interrupted = true;
+			if (force)
+				signal_group(&cs[i], SIGKILL);
+			else
+				stop(&cs[i], now);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct child *c = &cs[i];
+
+		if (c->done)
+			continue;
+		if (c->pidfd < 0)
+			check_exit(c, now);
+		if (c->spec->deadline_ms && now >= c->spec->deadline_ms && !c->exited &&
+		    !c->kill_at) {
+			c->res->timed_out = true;
+			stop(c, now);
+		}
+		if (c->kill_at && now >= c->kill_at && !c->exited) {
+			signal_group(c, SIGKILL);
+			c->kill_at = now + 60000;
+		}
+		if (c->exited && (c->out_fd < 0 && c->err_fd < 0 ? true : now >= c->drain_until))
+			reap(c, now);
+	}
+	if (cs[0].spec->tick)
+		cs[0].spec->tick(cs[0].spec->tick_data);
+}
+
+int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *results, size_t n)
+{
+	struct child *cs = al_calloc(n, sizeof(*cs));
+	int rc = 0, signals_seen = al_signals_count();
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		cs[i].spec = &specs[i];
+		cs[i].res = &results[i];
+		if ((rc = spawn(&cs[i])) < 0)
+			break;
+	}
+	if (rc < 0) { /* stop the ones already started */
+		for (size_t k = 0; k < i; k++)
+			if (!cs[k].done)
+				signal_group(&cs[k], SIGKILL);
+	}
+	for (;;) {
+		bool all_done = true;
+
+		for (size_t k = 0; k < n; k++)
+			all_done &= cs[k].done || (rc < 0 && !cs[k].pid);
+		if (all_done)
+			break;
+		step(cs, n, &signals_seen);
+	}
+	free(cs);
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < n; i++)
+		if (results[i].interrupted)
+			return AL_EINTR;
+	return 0;
+}
+
+int al_proc_run(const struct al_proc_spec *spec, struct al_proc_result *result)
+{
+	return al_proc_run_all(spec, result, 1);
+}
+
+void al_proc_result_release(struct al_proc_result *r)
+{
+	al_strbuf_release(&r->out);
+	al_strbuf_release(&r->log);
+}
+
+bool al_proc_in_path(const char *prog)
+{
+	const char *path = getenv("PATH"), *p;
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	bool found = false;
+	struct stat st;
+
+	if (strchr(prog, '/'))
+		return access(prog, X_OK) == 0;
+	for (p = path ? path : "/usr/bin:/bin"; !found && *p;) {
+		size_t len = strcspn(p, ":");
+
+		al_strbuf_reset(&sb);
+		al_strbuf_addf(&sb, "%.*s/%s", (int)len, len ? p : ".", prog);
+		found = stat(sb.buf, &st) == 0 && S_ISREG(st.st_mode) && access(sb.buf, X_OK) == 0;
+		p += len + (p[len] == ':');
+	}
+	al_strbuf_release(&sb);
+	return found;
+}

@@ -1,0 +1,308 @@
+#include "ailoop/run.h"
+#include "ailoop/fsutil.h"
+#include "ailoop/strbuf.h"
+#include "ailoop/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct al_run *run_alloc(const char *id)
+{
+	struct al_run *run = al_calloc(1, sizeof(*run));
+	char cwd[PATH_MAX];
+
+	run->lock_fd = -1;
+	run->dir = al_xprintf("%s/%s", AL_RUNS_DIR, id);
+	run->abs_dir = al_xprintf("%s/%s", getcwd(cwd, sizeof(cwd)) ? cwd : ".", run->dir);
+	run->state_path = al_xprintf("%s/run-state.md", run->dir);
+	run->events_path = al_xprintf("%s/events.jsonl", run->dir);
+	return run;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? al_strdup(s) : NULL;
+}
+
+int al_run_create(struct al_run **out, const struct al_run_state *st)
+{
+	char date[16], now[32], *id = NULL, *dir;
+	struct al_run *run;
+	time_t t = time(NULL);
+	struct tm tm;
+	char **ids;
+	size_t n;
+	int next = 1, rc;
+
+	*out = NULL;
+	localtime_r(&t, &tm);
+	strftime(date, sizeof(date), "%Y%m%d", &tm);
+	if ((rc = al_mkdirs(AL_RUNS_DIR)) < 0 || (rc = al_runs_list(&ids, &n)) < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		char prefix[32];
+
+		snprintf(prefix, sizeof(prefix), "run_%s_", date);
+		if (al_starts_with(ids[i], prefix) && atoi(ids[i] + strlen(prefix)) >= next)
+			next = atoi(ids[i] + strlen(prefix)) + 1;
+	}
+	al_runs_list_free(ids, n);
+	for (;; next++) { /* mkdir is the arbiter between two ailoops starting at once */
+		free(id);
+		id = al_xprintf("run_%s_%03d", date, next);
+		dir = al_xprintf("%s/%s", AL_RUNS_DIR, id);
+		rc = mkdir(dir, 0755);
+		free(dir);
+		if (rc == 0)
+			break;
+		if (errno != EEXIST) {
+			rc = al_err(AL_ERROR, "cannot create the run directory: %s", strerror(errno));
+			free(id);
+			return rc;
+		}
+	}
+	run = run_alloc(id);
+	al_timestamp(now);
+	run->st.run_id = id;
+	run->st.status = al_strdup("running");
+	run->st.task = al_strdup(st->task);
+	run->st.flow = al_strdup(st->flow);
+	run->st.flow_sha256 = dup_or_null(st->flow_sha256);
+	run->st.branch = dup_or_null(st->branch);
+	run->st.base_branch = dup_or_null(st->base_branch);
+	run->st.started_at = al_strdup(now);
+	/* locked before its state exists: no resume can pick it up half made */
+	if ((rc = al_run_lock(run)) < 0 || (rc = al_run_save(run)) < 0) {
+		al_run_free(run);
+		return rc;
+	}
+	*out = run;
+	return 0;
+}
+
+int al_run_open(struct al_run **out, const char *id)
+{
+	struct al_run *run;
+	int rc;
+
+	*out = NULL;
+	if (!*id || strchr(id, '/') || !strcmp(id, ".") || !strcmp(id, ".."))
+		return al_err(AL_ENOTFOUND, "no run '%s'", id);
+	run = run_alloc(id);
+	if (!al_dir_exists(run->dir)) {
+		al_run_free(run);
+		return al_err(AL_ENOTFOUND, "no run '%s' in %s", id, AL_RUNS_DIR);
+	}
+	rc = al_run_state_read(&run->st, run->state_path);
+	if (rc == AL_ENOTFOUND)
+		rc = al_err(AL_EINVALID, "'%s' is missing: the run's state is lost", run->state_path);
+	if (rc < 0) {
+		al_run_free(run);
+		return rc;
+	}
+	*out = run;
+	return 0;
+}
+
+void al_run_free(struct al_run *run)
+{
+	if (!run)
+		return;
+	if (run->lock_fd >= 0)
+		close(run->lock_fd);
+	al_run_state_release(&run->st);
+	free(run->dir);
+	free(run->abs_dir);
+	free(run->state_path);
+	free(run->events_path);
+	free(run);
+}
+
+char *al_run_lock_holder(const char *dir)
+{
+	struct al_strbuf path = AL_STRBUF_INIT, who = AL_STRBUF_INIT;
+	int fd;
+	char *holder = NULL;
+
+	al_strbuf_addf(&path, "%s/lock", dir);
+	fd = open(path.buf, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+		if (al_strbuf_read_file(&who, path.buf, 4096) == 0)
+			al_strbuf_rtrim(&who);
+		holder = al_strdup(who.len ? who.buf : "another process");
+	}
+	if (fd >= 0)
+		close(fd);
+	al_strbuf_release(&path);
+	al_strbuf_release(&who);
+	return holder;
+}
+
+int al_run_lock(struct al_run *run)
+{
+	struct al_strbuf path = AL_STRBUF_INIT, me = AL_STRBUF_INIT;
+	char host[256] = "localhost";
+	int fd, rc = 0;
+
+	al_strbuf_addf(&path, "%s/lock", run->dir);
+	fd = open(path.buf, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = al_err(AL_ERROR, "cannot open '%s': %s", path.buf, strerror(errno));
+		goto done;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		char *holder = al_run_lock_holder(run->dir);
+
+		rc = al_err(AL_ELOCKED, "run %s is locked by %s", run->st.run_id,
+			    holder ? holder : "another process");
+		free(holder);
+		close(fd);
+		goto done;
+	}
+	/* a dead holder's flock is gone with it: its pid in the file is stale */
+	gethostname(host, sizeof(host) - 1);
+	al_strbuf_addf(&me, "ailoop pid %ld on %s\n", (long)getpid(), host);
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, me.buf, me.len, 0) != (ssize_t)me.len) {
+		rc = al_err(AL_ERROR, "cannot write '%s': %s", path.buf, strerror(errno));
+		close(fd);
+		goto done;
+	}
+	run->lock_fd = fd;
+done:
+	al_strbuf_release(&path);
+	al_strbuf_release(&me);
+	return rc;
+}
+
+void al_run_unlock(struct al_run *run)
+{
+	struct al_strbuf path = AL_STRBUF_INIT;
+
+	if (run->lock_fd < 0)
+		return;
+	al_strbuf_addf(&path, "%s/lock", run->dir);
+	unlink(path.buf); /* while still held: nobody can take a half-removed lock */
+	close(run->lock_fd);
+	run->lock_fd = -1;
+	al_strbuf_release(&path);
+}
+
+int al_run_save(struct al_run *run)
+{
+	return al_run_state_write(&run->st, run->state_path);
+}
+
+int al_run_enter(struct al_run *run, const char *node_path)
+{
+	struct al_run_state *st = &run->st;
+
+	/* on resume the stack already reaches this node: keep it as it is */
+	for (size_t i = 0; i < st->nstack; i++) {
+		if (!strcmp(st->stack[i], node_path)) {
+			for (size_t j = i + 1; j < st->nstack; j++)
+				free(st->stack[j]);
+			st->nstack = i + 1;
+			goto save;
+		}
+	}
+	st->stack = al_realloc(st->stack, (st->nstack + 2) * sizeof(*st->stack));
+	st->stack[st->nstack++] = al_strdup(node_path);
+	st->stack[st->nstack] = NULL;
+save:
+	free(st->active_node_path);
+	st->active_node_path = al_strdup(node_path);
+	return al_run_save(run);
+}
+
+int al_run_leave(struct al_run *run)
+{
+	struct al_run_state *st = &run->st;
+
+	if (!st->nstack)
+		return 0;
+	free(st->stack[--st->nstack]);
+	st->stack[st->nstack] = NULL;
+	free(st->active_node_path);
+	st->active_node_path = st->nstack ? al_strdup(st->stack[st->nstack - 1]) : NULL;
+	return al_run_save(run);
+}
+
+char *al_run_node_dir(const struct al_run *run, const char *node_path)
+{
+	return al_xprintf("%s/nodes/%s", run->dir, node_path);
+}
+
+void al_run_event(struct al_run *run, const char *type, const char *fmt, ...)
+{
+	json_t *obj = NULL, *line;
+	json_error_t error;
+	char now[32], *text;
+	va_list ap;
+
+	if (fmt) {
+		va_start(ap, fmt);
+		obj = json_vpack_ex(&error, 0, fmt, ap);
+		va_end(ap);
+	}
+	al_timestamp(now);
+	line = json_pack("{s:s, s:s}", "ts", now, "event", type);
+	if (obj)
+		json_object_update(line, obj);
+	text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (text) {
+		struct al_strbuf sb = AL_STRBUF_INIT;
+
+		al_strbuf_addf(&sb, "%s\n", text);
+		/* the event log is a record, not state: losing it must not stop a run */
+		al_append_line(run->events_path, sb.buf, sb.len);
+		al_strbuf_release(&sb);
+		free(text);
+	}
+	json_decref(obj);
+	json_decref(line);
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)b, *(char *const *)a);
+}
+
+int al_runs_list(char ***ids, size_t *n)
+{
+	DIR *d = opendir(AL_RUNS_DIR);
+	struct dirent *e;
+	size_t alloc = 0;
+
+	*ids = NULL;
+	*n = 0;
+	if (!d)
+		return errno == ENOENT ? 0 : al_err(AL_ERROR, "cannot read %s: %s", AL_RUNS_DIR,
+						    strerror(errno));
+	while ((e = readdir(d))) {
+		if (!al_starts_with(e->d_name, "run_"))
+			continue;
+		AL_GROW(*ids, *n, alloc);
+		(*ids)[(*n)++] = al_strdup(e->d_name);
+	}
+	closedir(d);
+	if (*n)
+		qsort(*ids, *n, sizeof(**ids), cmp_desc);
+	return 0;
+}
+
+void al_runs_list_free(char **ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}

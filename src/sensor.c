@@ -1,0 +1,303 @@
+#include "ailoop/sensor.h"
+#include "ailoop/check.h"
+#include "ailoop/fsutil.h"
+#include "ailoop/invoke.h"
+#include "ailoop/md.h"
+#include "ailoop/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define OUTPUT_TAIL (64u << 10) /* of a command's output, in its output file */
+
+char *al_sensor_output_path(const char *dir, const char *name)
+{
+	return al_xprintf("%s/sensor-%s-output.md", dir, name);
+}
+
+/* The last match's first group, the way test runners print totals last. */
+static char *last_capture(pcre2_code *re, const char *text, size_t len)
+{
+	pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+	pcre2_match_context *mc = pcre2_match_context_create(NULL);
+	char *value = NULL;
+	size_t off = 0;
+
+	pcre2_set_match_limit(mc, AL_REGEX_MATCH_LIMIT);
+	pcre2_set_depth_limit(mc, AL_REGEX_DEPTH_LIMIT);
+	while (off <= len && pcre2_match(re, (PCRE2_SPTR)text, len, off, 0, md, mc) > 0) {
+		PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+
+		free(value);
+		value = ov[2] == PCRE2_UNSET ? al_strdup("")
+					     : al_strndup(text + ov[2], ov[3] - ov[2]);
+		off = ov[1] > off ? ov[1] : off + 1;
+	}
+	pcre2_match_context_free(mc);
+	pcre2_match_data_free(md);
+	return value;
+}
+
+static bool matches(pcre2_code *re, const char *text, size_t len)
+{
+	pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+	pcre2_match_context *mc = pcre2_match_context_create(NULL);
+	bool hit;
+
+	pcre2_set_match_limit(mc, AL_REGEX_MATCH_LIMIT);
+	pcre2_set_depth_limit(mc, AL_REGEX_DEPTH_LIMIT);
+	hit = pcre2_match(re, (PCRE2_SPTR)text, len, 0, 0, md, mc) > 0;
+	pcre2_match_context_free(mc);
+	pcre2_match_data_free(md);
+	return hit;
+}
+
+/* A fence longer than any run of backticks in `text`, so nothing escapes it. */
+static int fence_len(const char *text)
+{
+	int longest = 0, run = 0;
+
+	for (const char *p = text; *p; p++) {
+		run = *p == '`' ? run + 1 : 0;
+		if (run > longest)
+			longest = run;
+	}
+	return longest < 3 ? 3 : longest + 1;
+}
+
+static void add_fenced(struct al_strbuf *sb, const char *text)
+{
+	int n = fence_len(text);
+
+	al_strbuf_addf(sb, "%.*s\n%s%s%.*s\n", n, "``````````````````````````````", text,
+		       *text && text[strlen(text) - 1] != '\n' ? "\n" : "", n,
+		       "``````````````````````````````");
+}
+
+static void describe_command(const struct al_agent *a, struct al_strbuf *out)
+{
+	if (a->command_sh) {
+		al_strbuf_adds(out, a->command_sh);
+		return;
+	}
+	for (size_t i = 0; a->command_argv[i]; i++)
+		al_strbuf_addf(out, "%s%s", i ? " " : "", a->command_argv[i]);
+}
+
+/* Writes a command sensor's output file from how its command ended. */
+static int write_command_output(const struct al_sensor *s, const struct al_call *call)
+{
+	const struct al_agent *a = s->ref.agent;
+	const struct al_proc_result *r = &call->res;
+	struct al_strbuf sb = AL_STRBUF_INIT, summary = AL_STRBUF_INIT, cmd = AL_STRBUF_INIT;
+	const char *text = r->log.buf, *status;
+	size_t len = r->log.len;
+	struct al_fm *fm = al_fm_new();
+	bool pass = r->exit_code == 0 && !r->timed_out;
+	char **values = al_calloc(a->nmetrics + 1, sizeof(*values));
+	int rc;
+
+	if (a->pass_if)
+		pass = matches(a->pass_if, text, len) && !r->timed_out;
+	if (a->fail_if && matches(a->fail_if, text, len))
+		pass = false;
+	status = pass ? "pass" : "fail";
+	for (size_t i = 0; i < a->nmetrics; i++) {
+		values[i] = last_capture(a->metrics[i].re, text, len);
+		if (values[i])
+			al_strbuf_addf(&summary, "%s%s=%s", summary.len ? "; " : "",
+				       a->metrics[i].name, values[i]);
+	}
+	if (r->timed_out)
+		al_strbuf_addf(&summary, "%stimed out", summary.len ? "; " : "");
+	else if (!pass && !summary.len)
+		al_strbuf_addf(&summary, "exit %d", r->exit_code);
+
+	al_fm_str(fm, "sensor", s->name);
+	al_fm_str(fm, "status", status);
+	al_fm_int(fm, "exit-code", r->exit_code);
+	al_fm_int(fm, "duration-ms", r->duration_ms);
+	if (summary.len)
+		al_fm_str(fm, "summary", summary.buf);
+	if (a->nmetrics) {
+		al_fm_begin_map(fm, "metrics");
+		for (size_t i = 0; i < a->nmetrics; i++)
+			al_fm_str(fm, a->metrics[i].name, values[i]);
+		al_fm_end_map(fm);
+	}
+	al_fm_finish(fm, &sb);
+	describe_command(a, &cmd);
+	al_strbuf_addf(&sb, "\n# Sensor Output: %s\n\n## Command\n\n", s->name);
+	add_fenced(&sb, cmd.buf);
+	al_strbuf_adds(&sb, "\n## Output\n\n");
+	if (len > OUTPUT_TAIL) {
+		const char *tail = text + len - OUTPUT_TAIL;
+
+		while (tail < text + len && (*tail & 0xc0) == 0x80)
+			tail++; /* not in the middle of a character */
+		al_strbuf_addf(&sb, "(the output was %zu bytes%s: the last 64 KiB follow)\n\n", len,
+			       r->log_truncated ? " or more" : "");
+		text = tail;
+	}
+	add_fenced(&sb, text);
+	rc = al_write_atomic(call->ctx->output, sb.buf, sb.len);
+	for (size_t i = 0; i < a->nmetrics; i++)
+		free(values[i]);
+	free(values);
+	al_strbuf_release(&sb);
+	al_strbuf_release(&summary);
+	al_strbuf_release(&cmd);
+	return rc;
+}
+
+/* An agent sensor must leave a readable status in its output. */
+static int check_agent_output(const struct al_sensor *s, const char *path)
+{
+	struct al_md md = AL_MD_INIT;
+	int rc = al_md_read(&md, path);
+
+	if (rc == 0 && !al_md_str(&md, "status"))
+		rc = al_err(AL_EAGENT, "sensor '%s' wrote no 'status' in the front matter of '%s'",
+			    s->name, path);
+	else if (rc < 0)
+		rc = al_err(AL_EAGENT, "sensor '%s': %s", s->name, al_errmsg());
+	al_md_release(&md);
+	return rc;
+}
+
+int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const char *dir,
+		       const char *label, const char *task, int64_t deadline)
+{
+	size_t n = node->nsensors, batch = node->sensors_parallel ? n : 1;
+	struct al_call_ctx *ctx = al_calloc(n + 1, sizeof(*ctx));
+	struct al_call *calls = al_calloc(n + 1, sizeof(*calls));
+	struct al_proc_spec *specs = al_calloc(n + 1, sizeof(*specs));
+	struct al_proc_result *results = al_calloc(n + 1, sizeof(*results));
+	char **outputs = al_calloc(n + 1, sizeof(*outputs));
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct al_sensor *s = &node->sensors[i];
+
+		outputs[i] = al_sensor_output_path(dir, s->name);
+		ctx[i] = (struct al_call_ctx){
+			.agent = s->ref.agent, .role = AL_ROLE_SENSOR, .name = s->name,
+			.node = node, .label = label, .dir = dir, .output = outputs[i],
+			.task = task, .deadline_ms = deadline,
+			.keep_output = al_agent_is_command(s->ref.agent),
+		};
+	}
+	for (size_t start = 0; start < n && rc == 0; start += batch) {
+		size_t m = start + batch > n ? n - start : batch;
+
+		for (size_t i = start; i < start + m && rc == 0; i++) {
+			rc = al_call_prepare(&calls[i], ex, &ctx[i]);
+			specs[i] = calls[i].spec;
+		}
+		if (rc < 0)
+			break;
+		al_progress_step(ex->progress, label, node->path, "sensors", "measuring %s%s",
+				 m == 1 ? node->sensors[start].name : "",
+				 m == 1 ? "" : "all sensors at once");
+		rc = al_proc_run_all(specs + start, results + start, m);
+		for (size_t i = start; i < start + m; i++) {
+			int frc;
+
+			calls[i].res = results[i];
+			results[i] = (struct al_proc_result)AL_PROC_RESULT_INIT;
+			frc = al_call_finish(&calls[i], ex);
+			if (frc == 0 && ctx[i].keep_output)
+				frc = write_command_output(&node->sensors[i], &calls[i]);
+			else if (frc == 0)
+				frc = check_agent_output(&node->sensors[i], outputs[i]);
+			if (rc == 0 && frc < 0)
+				rc = frc; /* the first failure; an interrupt outranks it */
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		al_call_release(&calls[i]);
+		al_proc_result_release(&results[i]);
+		free(outputs[i]);
+	}
+	free(outputs);
+	free(results);
+	free(specs);
+	free(calls);
+	free(ctx);
+	return rc;
+}
+
+int al_sensors_stub(const struct al_node *node, const char *dir)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < node->nsensors && !rc; i++) {
+		const char *name = node->sensors[i].name;
+		struct al_strbuf sb = AL_STRBUF_INIT;
+		struct al_fm *fm = al_fm_new();
+		char *path = al_sensor_output_path(dir, name);
+
+		al_fm_str(fm, "sensor", name);
+		al_fm_str(fm, "status", "pending");
+		al_fm_finish(fm, &sb);
+		al_strbuf_addf(&sb, "# Sensor Output: %s\n\nNo baseline measurement — first "
+			       "iteration after parent controller decision.\n", name);
+		rc = al_write_atomic(path, sb.buf, sb.len);
+		al_strbuf_release(&sb);
+		free(path);
+	}
+	return rc;
+}
+
+void al_sensors_read(const struct al_node *node, const char *dir, struct al_readings *out)
+{
+	static const char *const known[] = { "pass", "fail", "partial", "pending" };
+
+	out->n = node->nsensors;
+	out->v = al_calloc(out->n + 1, sizeof(*out->v));
+	out->all_pass = out->n > 0;
+	for (size_t i = 0; i < out->n; i++) {
+		struct al_reading *r = &out->v[i];
+		struct al_md md = AL_MD_INIT;
+		char *path = al_sensor_output_path(dir, node->sensors[i].name);
+		const char *status = NULL, *detail = NULL;
+
+		int rc = al_md_read(&md, path);
+
+		r->name = node->sensors[i].name;
+		if (rc == 0) {
+			status = al_md_str(&md, "status");
+			detail = al_md_str(&md, "summary");
+		} else if (rc == AL_ENOTFOUND) {
+			status = "pending"; /* not measured yet */
+		}
+		r->status = NULL;
+		for (size_t k = 0; status && k < AL_ARRAY_SIZE(known) && !r->status; k++)
+			if (!strcmp(status, known[k]))
+				r->status = al_strdup(known[k]);
+		if (!r->status)
+			r->status = al_strdup("fail"); /* unreadable or unknown: not a pass */
+		r->detail = detail ? al_strdup(detail) : NULL;
+		out->all_pass &= !strcmp(r->status, "pass");
+		al_md_release(&md);
+		free(path);
+	}
+}
+
+void al_readings_release(struct al_readings *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->v[i].status);
+		free(r->v[i].detail);
+	}
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}
+
+void al_readings_line(const struct al_readings *r, struct al_strbuf *out)
+{
+	for (size_t i = 0; i < r->n; i++)
+		al_sensors_line_add(out, r->v[i].name, r->v[i].status,
+				    strcmp(r->v[i].status, "pass") && strcmp(r->v[i].status, "fail")
+					    ? NULL : r->v[i].detail);
+}

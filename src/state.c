@@ -1,0 +1,228 @@
+#include "ailoop/state.h"
+#include "ailoop/fsutil.h"
+#include "ailoop/md.h"
+#include "ailoop/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *const al_phase_names[4] = { "measure", "commit", "controller", "actuate" };
+
+void al_timestamp(char buf[32])
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? al_strdup(s) : NULL;
+}
+
+/* A required string: its absence means the file was damaged. */
+static int need(const struct al_md *md, const char *path, const char *key, char **out)
+{
+	const char *v = al_md_str(md, key);
+
+	if (!v)
+		return al_err(AL_EINVALID, "'%s' is damaged: no '%s' in its front matter", path, key);
+	*out = al_strdup(v);
+	return 0;
+}
+
+int al_node_state_read(struct al_node_state *st, const char *path)
+{
+	struct al_md md = AL_MD_INIT;
+	const char *phase;
+	long long n;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if ((rc = al_md_read(&md, path)) < 0)
+		goto done;
+	if ((rc = need(&md, path, "run-id", &st->run_id)) < 0 ||
+	    (rc = need(&md, path, "node-id", &st->node_id)) < 0 ||
+	    (rc = need(&md, path, "node-path", &st->node_path)) < 0 ||
+	    (rc = need(&md, path, "label", &st->label)) < 0 ||
+	    (rc = need(&md, path, "status", &st->status)) < 0)
+		goto done;
+	st->parent_path = dup_or_null(al_md_str(&md, "parent-node-path"));
+	st->summary = dup_or_null(al_md_str(&md, "summary"));
+	st->started_at = dup_or_null(al_md_str(&md, "started-at"));
+	st->initial_sensors = dup_or_null(al_md_str(&md, "initial-sensors"));
+	phase = al_md_str(&md, "phase");
+	for (st->phase = 0; phase && st->phase < 4; st->phase++)
+		if (!strcmp(phase, al_phase_names[st->phase]))
+			break;
+	if (!phase || st->phase == 4 || !al_md_int(&md, "iteration", &n) || n < 0 || n > 1000000) {
+		rc = al_err(AL_EINVALID, "'%s' is damaged: its phase or iteration is unreadable", path);
+		goto done;
+	}
+	st->iteration = (int)n;
+	if (al_md_int(&md, "level", &n))
+		st->level = (int)n;
+	if (al_md_int(&md, "max-iterations", &n))
+		st->max_iterations = (int)n;
+	if (al_md_int(&md, "elapsed-ms", &n))
+		st->elapsed_ms = n;
+	al_md_bool(&md, "child-entry", &st->child_entry);
+	al_md_bool(&md, "target-met", &st->target_met);
+done:
+	if (rc < 0)
+		al_node_state_release(st);
+	al_md_release(&md);
+	return rc;
+}
+
+int al_node_state_write(const struct al_node_state *st, const char *path, const char *task)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	struct al_fm *fm = al_fm_new();
+	int rc;
+
+	al_fm_int(fm, "iteration", st->iteration);
+	al_fm_str(fm, "label", st->label);
+	al_fm_str(fm, "phase", al_phase_names[st->phase]);
+	al_fm_str(fm, "status", st->status);
+	al_fm_int(fm, "max-iterations", st->max_iterations);
+	al_fm_str(fm, "run-id", st->run_id);
+	al_fm_str(fm, "node-id", st->node_id);
+	al_fm_str(fm, "node-path", st->node_path);
+	al_fm_str(fm, "parent-node-path", st->parent_path ? st->parent_path : "root");
+	al_fm_int(fm, "level", st->level);
+	al_fm_bool(fm, "child-entry", st->child_entry);
+	al_fm_bool(fm, "target-met", st->target_met);
+	al_fm_str(fm, "summary", st->summary);
+	al_fm_int(fm, "elapsed-ms", st->elapsed_ms);
+	al_fm_str(fm, "started-at", st->started_at);
+	al_fm_str(fm, "initial-sensors", st->initial_sensors);
+	al_fm_finish(fm, &sb);
+	al_strbuf_addf(&sb, "\n# Task (setpoint)\n\n%s\n", task ? task : "");
+	rc = al_write_atomic(path, sb.buf, sb.len);
+	al_strbuf_release(&sb);
+	return rc;
+}
+
+void al_node_state_release(struct al_node_state *st)
+{
+	free(st->run_id);
+	free(st->node_id);
+	free(st->node_path);
+	free(st->parent_path);
+	free(st->label);
+	free(st->status);
+	free(st->summary);
+	free(st->started_at);
+	free(st->initial_sensors);
+	memset(st, 0, sizeof(*st));
+}
+
+bool al_node_state_final(const struct al_node_state *st)
+{
+	return st->status && strcmp(st->status, "running") != 0;
+}
+
+int al_run_state_read(struct al_run_state *st, const char *path)
+{
+	struct al_md md = AL_MD_INIT;
+	const struct al_val *stack;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if ((rc = al_md_read(&md, path)) < 0)
+		goto done;
+	if ((rc = need(&md, path, "run-id", &st->run_id)) < 0 ||
+	    (rc = need(&md, path, "status", &st->status)) < 0 ||
+	    (rc = need(&md, path, "task", &st->task)) < 0 ||
+	    (rc = need(&md, path, "flow", &st->flow)) < 0)
+		goto done;
+	st->active_node_path = dup_or_null(al_md_str(&md, "active-node-path"));
+	st->branch = dup_or_null(al_md_str(&md, "branch"));
+	st->base_branch = dup_or_null(al_md_str(&md, "base-branch"));
+	st->flow_sha256 = dup_or_null(al_md_str(&md, "flow-sha256"));
+	st->started_at = dup_or_null(al_md_str(&md, "started-at"));
+	st->updated_at = dup_or_null(al_md_str(&md, "updated-at"));
+	stack = al_md_get(&md, "execution-stack");
+	if (stack && stack->kind == AL_VAL_SEQ) {
+		st->stack = al_calloc(stack->n + 1, sizeof(*st->stack));
+		for (size_t i = 0; i < stack->n; i++)
+			if (stack->items[i]->kind == AL_VAL_SCALAR)
+				st->stack[st->nstack++] = al_strdup(stack->items[i]->str);
+	} else if (stack && !al_val_is_null(stack)) {
+		rc = al_err(AL_EINVALID, "'%s' is damaged: 'execution-stack' is not a list", path);
+	}
+done:
+	if (rc < 0)
+		al_run_state_release(st);
+	al_md_release(&md);
+	return rc;
+}
+
+int al_run_state_write(struct al_run_state *st, const char *path)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	struct al_fm *fm = al_fm_new();
+	char now[32];
+	int rc;
+
+	al_timestamp(now);
+	free(st->updated_at);
+	st->updated_at = al_strdup(now);
+	al_fm_str(fm, "run-id", st->run_id);
+	al_fm_str(fm, "status", st->status);
+	al_fm_str(fm, "active-node-path", st->active_node_path);
+	al_fm_list(fm, "execution-stack", (const char *const *)st->stack, st->nstack);
+	al_fm_str(fm, "branch", st->branch);
+	al_fm_str(fm, "base-branch", st->base_branch);
+	al_fm_str(fm, "task", st->task);
+	al_fm_str(fm, "flow", st->flow);
+	al_fm_str(fm, "flow-sha256", st->flow_sha256);
+	al_fm_str(fm, "started-at", st->started_at);
+	al_fm_str(fm, "updated-at", st->updated_at);
+	al_fm_finish(fm, &sb);
+	al_strbuf_addf(&sb, "\n# Run %s\n\nResume an interrupted run with `ailoop resume %s`.\n",
+		       st->run_id, st->run_id);
+	rc = al_write_atomic(path, sb.buf, sb.len);
+	al_strbuf_release(&sb);
+	return rc;
+}
+
+void al_run_state_release(struct al_run_state *st)
+{
+	for (size_t i = 0; i < st->nstack; i++)
+		free(st->stack[i]);
+	free(st->stack);
+	free(st->run_id);
+	free(st->status);
+	free(st->active_node_path);
+	free(st->branch);
+	free(st->base_branch);
+	free(st->task);
+	free(st->flow);
+	free(st->flow_sha256);
+	free(st->started_at);
+	free(st->updated_at);
+	memset(st, 0, sizeof(*st));
+}
+
+bool al_status_resumable(const char *status)
+{
+	return !strcmp(status, "running") || !strcmp(status, "paused") ||
+	       !strcmp(status, "blocked");
+}
+
+const char *al_status_name(const char *status)
+{
+	static const char *const names[] = { "running", "paused", "complete",
+					      "max-iterations-reached", "timeout", "error",
+					      "blocked", "skipped" };
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++)
+		if (!strcmp(status, names[i]))
+			return names[i];
+	return "error";
+}
