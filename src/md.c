@@ -59,10 +59,16 @@ static bool looks_typed(const char *s)
 	for (size_t i = 0; i < AL_ARRAY_SIZE(words); i++)
 		if (!strcasecmp(s, words[i]))
 			return true;
-	errno = 0;
 	(void)strtod(s, &end);
-	return !*end || s[0] == '.' || isdigit((unsigned char)s[0]) ||
-	       ((s[0] == '-' || s[0] == '+') && isdigit((unsigned char)s[1]));
+	if (!*end)
+		return true; /* a number, as "1.2" or "1e3" */
+	/* YAML 1.1 dates, times and sexagesimals: digits with - : . T Z + */
+	if (!isdigit((unsigned char)s[0]))
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!isdigit((unsigned char)*p) && !strchr("-:.TZ+ ", *p))
+			return false;
+	return true;
 }
 
 static void scalar(struct al_fm *fm, const char *s, yaml_scalar_style_t style)
