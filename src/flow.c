@@ -160,6 +160,8 @@ static void agent_ref(struct loader *l, struct al_agent_ref *ref, const char *pa
 	ref->path = path;
 	ref->pos = pos;
 	ref->agent = al_agents_load(&l->flow->agents, path, pos, l->c.diags);
+	if (!ref->agent->loaded)
+		l->c.errors++; /* already reported, in the agent file or at `pos` */
 }
 
 /* A path-valued key naming an agent file. */
