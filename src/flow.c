@@ -293,7 +293,8 @@ static void parse_actuator(struct loader *l, struct al_node *n, const struct al_
 static void parse_termination(struct loader *l, struct al_node *n, const struct al_val *v,
 			      const struct al_val **max_it, const struct al_val **timeout)
 {
-	static const char *const keys[] = { "max_iterations", "timeout_seconds" };
+	/* only loops take max_iterations: it comes last so that others can omit it */
+	static const char *const keys[] = { "timeout_seconds", "max_iterations" };
 
 	if (!al_check_kind(&l->c, v, AL_VAL_MAP, "termination"))
 		return;
