@@ -119,7 +119,7 @@ static void unknown_key(struct loader *l, const struct al_node *n, const struct 
 		all[m++] = common_keys[i];
 	for (size_t i = 0; i < k.n; i++)
 		all[m++] = k.keys[i];
-	snprintf(where, sizeof(where), "%s%s node", n->type == AL_NODE_LOOP ? (n->sensor_form ? "a sensor-form " : "a ReAcTree ") : "a ", type_names[n->type]);
+	snprintf(where, sizeof(where), "%s%s node", n->type == AL_NODE_LOOP ? (n->sensor_form ? "a sensor-form " : "a ReAcTree ") : n->type == AL_NODE_ACTION ? "an " : "a ", type_names[n->type]);
 	al_check_unknown_key(&l->c, key, all, m, where);
 }
 
