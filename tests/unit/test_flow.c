@@ -892,7 +892,7 @@ Test(flow, every_mistake_is_reported_in_line_order)
 	unit_assert_diag(&diags, FLOW_FILE, 1, 10, "unsupported flow version '2'");
 	unit_assert_diag(&diags, FLOW_FILE, 6, 11, "invalid id 'bad/id'");
 	unit_assert_diag(&diags, FLOW_FILE, 10, 24, "'timeout_seconds' must not be negative (got -5)");
-	unit_assert_diag(&diags, FLOW_FILE, 13, 7, "unknown key 'agentt' in a action node (did you mean 'agent'?)");
+	unit_assert_diag(&diags, FLOW_FILE, 13, 7, "unknown key 'agentt' in an action node (did you mean 'agent'?)");
 	unit_assert_diag(&diags, FLOW_FILE, 15, 29, "'max_agent_calls_per_hour' must be a whole number");
 }
 
