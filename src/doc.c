@@ -436,20 +436,20 @@ int al_val_col_at(const struct al_doc *doc, const struct al_val *v, size_t offse
 		col++;
 	}
 	while (p < end && decoded < offset) {
-		size_t raw = 1, width = 1;
+		size_t raw = 1, width = 1, cols = 1;
 
 		if (*p == '\n')
 			return v->pos.col; /* multi-line: no single column */
 		if (v->style == AL_STYLE_SINGLE && *p == '\'')
-			raw = 2;
+			raw = cols = 2; /* '' */
 		else if (v->style == AL_STYLE_DOUBLE && *p == '\\')
-			width = escape_width(p, end, &raw);
+			width = escape_width(p, end, &raw), cols = raw; /* escapes are ASCII */
 		else
 			while (p + raw < end && (p[raw] & 0xc0) == 0x80)
 				raw++, width++;
 		decoded += width;
 		p += raw;
-		col++;
+		col += (int)cols;
 	}
 	return col;
 }

@@ -119,7 +119,7 @@ static void unknown_key(struct loader *l, const struct al_node *n, const struct 
 		all[m++] = common_keys[i];
 	for (size_t i = 0; i < k.n; i++)
 		all[m++] = k.keys[i];
-	snprintf(where, sizeof(where), "%s%s node", n->type == AL_NODE_LOOP ? (n->sensor_form ? "a sensor-form " : "a ReAcTree ") : "a ", type_names[n->type]);
+	snprintf(where, sizeof(where), "%s%s node", n->type == AL_NODE_LOOP ? (n->sensor_form ? "a sensor-form " : "a ReAcTree ") : n->type == AL_NODE_ACTION ? "an " : "a ", type_names[n->type]);
 	al_check_unknown_key(&l->c, key, all, m, where);
 }
 
@@ -160,6 +160,8 @@ static void agent_ref(struct loader *l, struct al_agent_ref *ref, const char *pa
 	ref->path = path;
 	ref->pos = pos;
 	ref->agent = al_agents_load(&l->flow->agents, path, pos, l->c.diags);
+	if (!ref->agent->loaded)
+		l->c.errors++; /* already reported, in the agent file or at `pos` */
 }
 
 /* A path-valued key naming an agent file. */
@@ -291,7 +293,8 @@ static void parse_actuator(struct loader *l, struct al_node *n, const struct al_
 static void parse_termination(struct loader *l, struct al_node *n, const struct al_val *v,
 			      const struct al_val **max_it, const struct al_val **timeout)
 {
-	static const char *const keys[] = { "max_iterations", "timeout_seconds" };
+	/* only loops take max_iterations: it comes last so that others can omit it */
+	static const char *const keys[] = { "timeout_seconds", "max_iterations" };
 
 	if (!al_check_kind(&l->c, v, AL_VAL_MAP, "termination"))
 		return;
@@ -519,6 +522,14 @@ static bool has_any(const struct al_val *v, const char *const *keys, size_t n)
 	return false;
 }
 
+/* The value of `key`, or NULL if it is absent or null (`key:`, `key: ~`). */
+static const struct al_val *given(const struct al_val *v, const char *key)
+{
+	const struct al_val *x = al_val_get(v, key);
+
+	return x && !al_val_is_null(x) ? x : NULL;
+}
+
 static void check_node(struct loader *l, struct al_node *n, const struct al_val *v,
 		       const struct al_val *max_it, const struct al_val *timeout)
 {
@@ -534,19 +545,19 @@ static void check_node(struct loader *l, struct al_node *n, const struct al_val 
 	switch (n->type) {
 	case AL_NODE_LOOP:
 		if (n->sensor_form) {
-			if (!al_val_get(v, "controller"))
+			if (!given(v, "controller"))
 				error(l, v->pos, "loop needs a 'controller' (an agent file or %s)",
 				      AL_BUILTIN_ALL_PASS);
 			if (!al_val_get(v, "actuator"))
 				error(l, v->pos, "loop needs an 'actuator'");
-		} else if (!al_val_get(v, "children") || !n->nchildren) {
-			if (!al_val_get(v, "children"))
+		} else if (!given(v, "children") || !n->nchildren) {
+			if (!given(v, "children"))
 				error(l, v->pos, "loop needs 'controller', 'sensors' and 'actuator', "
 				      "or 'children'");
-			else if (al_val_get(v, "children")->kind == AL_VAL_SEQ)
-				error(l, al_val_get(v, "children")->pos, "loop has no children");
+			else if (given(v, "children")->kind == AL_VAL_SEQ)
+				error(l, given(v, "children")->pos, "loop has no children");
 		} else if (n->exit_on != AL_EXIT_MANUAL_BREAK && al_val_get(v, "exit_on") &&
-			   !al_val_get(v, "condition")) {
+			   !given(v, "condition")) {
 			error(l, al_val_get(v, "exit_on")->pos, "exit_on '%s' needs a 'condition'",
 			      n->exit_on == AL_EXIT_CONDITION_TRUE ? "condition_true"
 								   : "condition_false");
@@ -556,11 +567,11 @@ static void check_node(struct loader *l, struct al_node *n, const struct al_val 
 	case AL_NODE_FALLBACK:
 	case AL_NODE_PARALLEL:
 	case AL_NODE_TRANSACTION:
-		if (!al_val_get(v, "children"))
+		if (!given(v, "children"))
 			error(l, v->pos, "%s node needs 'children'", type_names[n->type]);
-		else if (al_val_get(v, "children")->kind == AL_VAL_SEQ && !n->nchildren &&
-			 !al_val_get(v, "children")->n)
-			error(l, al_val_get(v, "children")->pos, "%s node has no children",
+		else if (given(v, "children")->kind == AL_VAL_SEQ && !n->nchildren &&
+			 !given(v, "children")->n)
+			error(l, given(v, "children")->pos, "%s node has no children",
 			      type_names[n->type]);
 		if (n->success_threshold > (int)n->nchildren && n->nchildren)
 			error(l, al_val_get(v, "success_threshold")->pos,
@@ -574,7 +585,7 @@ static void check_node(struct loader *l, struct al_node *n, const struct al_val 
 			n->rollback_on = AL_ROLLBACK_FAILURE | AL_ROLLBACK_TIMEOUT | AL_ROLLBACK_ERROR;
 		break;
 	case AL_NODE_CONDITIONAL:
-		if (!al_val_get(v, "condition"))
+		if (!given(v, "condition"))
 			error(l, v->pos, "conditional node needs a 'condition'");
 		if (n->then_branch && n->else_branch && !strcmp(n->then_branch->id, n->else_branch->id))
 			error(l, n->else_branch->pos, "duplicate id '%s' among siblings (first at line %d)",

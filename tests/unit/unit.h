@@ -1,0 +1,120 @@
+#ifndef AILOOP_TESTS_UNIT_H
+#define AILOOP_TESTS_UNIT_H
+
+/*
+ * Helpers shared by the Criterion tests: throwaway directories, files
+ * written from strings, and lookups in a set of diagnostics. Criterion runs
+ * every test in its own process, so a test may chdir freely.
+ */
+#include "ailoop/diag.h"
+#include "ailoop/strbuf.h"
+#include "ailoop/util.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char unit_dir[PATH_MAX];
+
+/* Creates every missing parent directory of `path`. */
+static inline void unit_mkdirs(const char *path)
+{
+	char buf[PATH_MAX];
+
+	cr_assert_lt(strlen(path), sizeof(buf));
+	memcpy(buf, path, strlen(path) + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		cr_assert(mkdir(buf, 0777) == 0 || errno == EEXIST, "mkdir %s", buf);
+		*p = '/';
+	}
+}
+
+/* Writes `text` to `path` (relative to the current directory). */
+static inline void unit_write(const char *path, const char *text)
+{
+	FILE *f;
+
+	unit_mkdirs(path);
+	f = fopen(path, "w");
+	cr_assert_not_null(f, "cannot write %s", path);
+	cr_assert_eq(fwrite(text, 1, strlen(text), f), strlen(text));
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* A fresh directory under /tmp, made the current directory. */
+static inline void unit_enter_tmpdir(void)
+{
+	snprintf(unit_dir, sizeof(unit_dir), "%s/ailoop-unit.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	cr_assert_not_null(mkdtemp(unit_dir));
+	cr_assert_eq(chdir(unit_dir), 0);
+}
+
+static inline int unit_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static inline void unit_leave_tmpdir(void)
+{
+	if (!unit_dir[0])
+		return;
+	if (chdir("/") == 0)
+		nftw(unit_dir, unit_rm, 16, FTW_DEPTH | FTW_PHYS);
+	unit_dir[0] = '\0';
+}
+
+/* Every diagnostic, one per line as "LINE:COL: MSG", for failure messages. */
+static inline const char *unit_diags_text(const struct al_diags *d)
+{
+	static struct al_strbuf sb = AL_STRBUF_INIT;
+
+	al_strbuf_reset(&sb);
+	for (size_t i = 0; i < d->n; i++)
+		al_strbuf_addf(&sb, "\n  %s:%d:%d: %s", d->v[i].pos.file, d->v[i].pos.line,
+			       d->v[i].pos.col, d->v[i].msg);
+	return sb.buf;
+}
+
+/*
+ * The diagnostic at `line`:`col` whose message contains `fragment` (and
+ * whose file ends with `file`, unless that is NULL), or NULL.
+ */
+static inline const struct al_diag *unit_find_diag(const struct al_diags *d, const char *file,
+						   int line, int col, const char *fragment)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		const struct al_diag *e = &d->v[i];
+
+		if (e->pos.line != line || e->pos.col != col || !strstr(e->msg, fragment))
+			continue;
+		if (file && !al_ends_with(e->pos.file, file))
+			continue;
+		return e;
+	}
+	return NULL;
+}
+
+#define unit_assert_diag(d, file, line, col, fragment)                                   \
+	cr_assert_not_null(unit_find_diag((d), (file), (line), (col), (fragment)),       \
+			   "no diagnostic %s:%d:%d containing \"%s\"; got:%s",            \
+			   (file) ? (file) : "*", (line), (col), (fragment),              \
+			   unit_diags_text(d))
+
+#define unit_assert_ndiags(d, want)                                                       \
+	cr_assert_eq((d)->n, (size_t)(want), "expected %d diagnostics, got %zu:%s",       \
+		     (int)(want), (d)->n, unit_diags_text(d))
+
+#endif
