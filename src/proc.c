@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -211,12 +213,31 @@ static void check_exit(struct child *c, int64_t now)
 	c->drain_until = now + 2000;
 }
 
+/*
+ * Waits (at most 2 s) until nothing is left of a killed group. ailoop is a
+ * child subreaper, so the group's orphans become its children as their
+ * parents die, and are reaped here rather than left to a PID 1 that may
+ * not reap: when this returns, no process of the agent can touch the tree.
+ */
+static void reap_group(pid_t pgid)
+{
+	int64_t until = al_now_ms() + 2000;
+	struct timespec ms = { 0, 1000000 };
+
+	while (kill(-pgid, 0) == 0 && al_now_ms() < until) {
+		while (waitpid(-pgid, NULL, WNOHANG) > 0)
+			;
+		nanosleep(&ms, NULL);
+	}
+}
+
 static void reap(struct child *c, int64_t now)
 {
 	int status;
 
 	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
 		;
+	reap_group(c->pid);
 	if (WIFEXITED(status))
 		c->res->exit_code = WEXITSTATUS(status);
 	else if (WIFSIGNALED(status))
@@ -340,7 +361,13 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 {
 	struct child *cs = al_calloc(n, sizeof(*cs));
 	int rc = 0, signals_seen = al_signals_count();
+	static bool subreaper;
 	size_t i;
+
+	if (!subreaper) { /* without it (old kernels) orphans go to PID 1 */
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
+		subreaper = true;
+	}
 
 	for (i = 0; i < n; i++) {
 		cs[i].spec = &specs[i];

@@ -12,30 +12,32 @@
 
 /*
  * A run whose status says it ended may still lack its last commit: ailoop
- * writes the final status first so that the commit carries it. Such a run
- * is finished by resuming it.
+ * writes the final status first so that the commit carries it. Then the
+ * tip of its branch is one of its own commits, but not the last one; such
+ * a run is finished by resuming it.
  */
 static bool last_commit_missing(struct al_git *git, const struct al_run *run)
 {
 	struct al_node_state st;
-	struct al_iteration head;
-	char *path, *msg = NULL;
+	struct al_iteration tip;
+	char *path, *msg = NULL, *rev;
 	bool missing = false;
 
 	if (!run->st.active_node_path)
 		return false;
 	path = al_xprintf("%s/nodes/%s/orchestrator-output.md", run->dir,
 			  run->st.active_node_path);
+	rev = run->st.branch ? al_xprintf("refs/heads/%s", run->st.branch) : al_strdup("HEAD");
 	if (al_node_state_read(&st, path) == 0) {
-		missing = st.phase == AL_PHASE_COMMIT && al_node_state_final(&st);
-		if (missing && al_git_message(git, "HEAD", &msg) == 0 &&
-		    al_iteration_parse(&head, msg)) {
-			missing = strcmp(head.node_path, st.node_path) || strcmp(head.label, st.label);
-			al_iteration_release(&head);
+		if (st.phase == AL_PHASE_COMMIT && al_node_state_final(&st) &&
+		    al_git_message(git, rev, &msg) == 0 && al_iteration_parse(&tip, msg)) {
+			missing = strcmp(tip.node_path, st.node_path) || strcmp(tip.label, st.label);
+			al_iteration_release(&tip);
 		}
 		al_node_state_release(&st);
 	}
 	free(msg);
+	free(rev);
 	free(path);
 	return missing;
 }

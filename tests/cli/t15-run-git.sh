@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# What `ailoop run` needs from git and does to it: a repository with a
+# commit, a clean tree (or --allow-dirty), its own branch (or --no-branch),
+# and the outcome as JSON.
+. "$(dirname "$0")/lib.sh"
+
+write_flow() {
+	cat >"$1/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: fix
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator: {strategy: direct, agent: .ai-loop/agents/fixer.md}
+YAML
+}
+
+# not a repository / no commit yet: exit 66
+mkdir -p "$TEST_TMP/plain/.ai-loop/agents"
+cp "$FIXTURES"/agents/* "$TEST_TMP/plain/.ai-loop/agents/"
+write_flow "$TEST_TMP/plain"
+cd "$TEST_TMP/plain"
+run "$AILOOP" run "x"
+expect_rc 66 "not a git repository"
+expect_in "$err" "not a git repository" "not-a-repository message"
+git init -q -b main
+run "$AILOOP" run "x"
+expect_rc 66 "repository without a commit"
+expect_in "$err" "no commit yet" "no-commit message"
+
+# a dirty tree is refused, unless --allow-dirty
+R=$TEST_TMP/dirty
+loop_repo "$R" a
+write_flow "$R"
+commit_all "$R"
+cd "$R"
+echo "local edit" >>README
+run "$AILOOP" run "x"
+expect_rc 64 "dirty tree"
+expect_in "$err" "uncommitted changes ('README')" "dirty message names the file"
+expect_in "$err" "--allow-dirty" "dirty message gives the way out"
+expect_eq "$(git branch --list 'ai-loop/*')" "" "no branch made for a refused run"
+run "$AILOOP" run --allow-dirty "x"
+expect_rc 0 "--allow-dirty"
+expect_in "$(git show HEAD~1:README)" "local edit" "the local change went into the first commit"
+
+# --no-branch commits on the current branch; names are unique
+R=$TEST_TMP/nobranch
+loop_repo "$R" a
+write_flow "$R"
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run --no-branch "fix it"
+expect_rc 0 "--no-branch"
+expect_eq "$(git rev-parse --abbrev-ref HEAD)" "main" "stayed on main"
+expect_eq "$(labels "$R")" "0 1 2" "committed on main"
+git checkout -q -b other
+printf 'b\n' >todo.txt
+commit_all "$R" "new work"
+git branch -q ai-loop/fix-it HEAD
+git branch -q ai-loop/fix-it-2 HEAD
+run "$AILOOP" run --json "fix it"
+expect_rc 0 "second run"
+expect_eq "$(git rev-parse --abbrev-ref HEAD)" "ai-loop/fix-it-3" "branch name made unique"
+expect_eq "$(printf '%s\n' "$out" | jq -r .status)" "complete" "--json status"
+expect_eq "$(printf '%s\n' "$out" | jq -r .branch)" "ai-loop/fix-it-3" "--json branch"
+expect_eq "$(printf '%s\n' "$out" | jq -r .base_branch)" "other" "--json base branch"
+expect_eq "$(printf '%s\n' "$out" | jq -r .commits)" "3" "--json commits"
+expect_eq "$(printf '%s\n' "$out" | jq -r .exit_code)" "0" "--json exit code"
+expect_eq "$(ls .ai-loop/runs | tr '\n' ' ')" "$(ls .ai-loop/runs | sort | tr '\n' ' ')" "run ids"
+expect_eq "$(ls .ai-loop/runs | wc -l)" "2" "second run has its own directory"
+expect_in "$(ls .ai-loop/runs | tail -1)" "_002" "run ids count up"
+run "$AILOOP" run --quiet --new "fix it"
+expect_eq "$err" "" "--quiet prints no progress"
+
+# flows it cannot run
+R=$TEST_TMP/reactree
+loop_repo "$R" a
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: steps
+  type: sequence
+  children:
+    - {skill: one, agent: .ai-loop/agents/fixer.md}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "x"
+expect_rc 65 "ReAcTree nodes are refused by run"
+expect_in "$err" "node 'steps' is a sequence node" "refusal names the node"
+printf 'flow: {id: x, type: loop, controler: y}\n' >.ai-loop/flow.yaml
+run "$AILOOP" run "x"
+expect_rc 65 "invalid flow"
+expect_in "$err" ".ai-loop/flow.yaml:1:" "invalid flow reports positions"
+rm .ai-loop/flow.yaml
+run "$AILOOP" run "x"
+expect_rc 66 "no flow"
+expect_in "$err" "run 'ailoop setup' first" "missing flow message"
+
+finish
