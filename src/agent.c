@@ -241,7 +241,7 @@ static void load(struct al_agent *a, struct al_pos ref, struct al_diags *d)
 	c.doc = a->doc;
 	if (a->doc && a->doc->root)
 		read_front_matter(&c, a, a->doc->root);
-	if (!al_agent_is_command(a) && !has_text(a->body, a->body_len))
+	if (!c.errors && !al_agent_is_command(a) && !has_text(a->body, a->body_len))
 		al_check_error(&c, at, "agent file has neither a prompt nor a 'command'");
 	a->loaded = c.errors == 0;
 }
