@@ -40,7 +40,7 @@ int al_exec_node(struct al_exec *ex, const struct al_node *node, const char *tas
 	return rc;
 }
 
-int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f)
+int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool may_exist)
 {
 	struct al_strbuf msg = AL_STRBUF_INIT;
 	struct al_iteration head;
@@ -48,8 +48,9 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f)
 	bool done = false;
 	int rc = 0;
 
-	/* the commit may exist already: ailoop died after making it */
-	if (al_git_message(ex->git, "HEAD", &head_msg) == 0 && al_iteration_parse(&head, head_msg)) {
+	/* after a resume the commit may exist already: ailoop died after making it */
+	if (may_exist && al_git_message(ex->git, "HEAD", &head_msg) == 0 &&
+	    al_iteration_parse(&head, head_msg)) {
 		done = !strcmp(head.node_path, f->node_path) && !strcmp(head.label, f->label);
 		al_iteration_release(&head);
 	}
@@ -57,7 +58,7 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f)
 	if (done)
 		return 0;
 	al_commit_message(&msg, f);
-	rc = al_git_commit_all(ex->git, msg.buf, oid);
+	rc = al_git_commit_all(ex->git, msg.buf, ex->run->dir, oid);
 	if (rc == 0) {
 		ex->commits++;
 		al_progress_note(ex->progress, "ailoop: [%s] %s: %s%s%s", f->label, f->node_path,

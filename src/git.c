@@ -1,14 +1,20 @@
 #include "ailoop/git.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
 #include <git2.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct al_git {
 	git_repository *repo;
+	git_signature *author;    /* who commits, worked out once */
+	git_signature *committer;
 };
 
 static int fail(const char *what)
@@ -28,6 +34,12 @@ int al_git_open(struct al_git **out)
 		git_libgit2_init();
 		if (al_fsync_enabled())
 			git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
+		/*
+		 * ailoop builds each commit from a tree it has just written on a
+		 * parent it has just read: re-checking that they exist costs a
+		 * pack-directory refresh per object and proves nothing.
+		 */
+		git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, 0);
 		initialised = true;
 	}
 	g = al_calloc(1, sizeof(*g));
@@ -48,6 +60,8 @@ void al_git_free(struct al_git *g)
 {
 	if (!g)
 		return;
+	git_signature_free(g->author);
+	git_signature_free(g->committer);
 	git_repository_free(g->repo);
 	free(g);
 }
@@ -72,14 +86,18 @@ int al_git_head(struct al_git *g, char **branch, char oid[AL_OID_HEX])
 	return 0;
 }
 
-/* ailoop's own lock files never go into history. */
-static bool is_lock_file(const char *path)
+/*
+ * Files of a run that never go into history: lock files, and the event
+ * log, which only grows (history holds constant-size artifacts).
+ */
+static bool unrecorded(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
 	base = base ? base + 1 : path;
 	return al_starts_with(path, ".ai-loop/runs/") &&
-	       (!strcmp(base, "lock") || al_ends_with(base, ".lock"));
+	       (!strcmp(base, "lock") || al_ends_with(base, ".lock") ||
+		!strcmp(base, "events.jsonl"));
 }
 
 int al_git_dirty(struct al_git *g, char **path)
@@ -100,7 +118,7 @@ int al_git_dirty(struct al_git *g, char **path)
 		const git_diff_delta *d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
 		const char *p = d ? d->new_file.path : NULL;
 
-		if (e->status == GIT_STATUS_CURRENT || !p || is_lock_file(p))
+		if (e->status == GIT_STATUS_CURRENT || !p || unrecorded(p))
 			continue;
 		*path = al_strdup(p);
 		dirty = 1;
@@ -167,13 +185,6 @@ int al_git_checkout(struct al_git *g, const char *name)
 	return rc;
 }
 
-static int skip_lock_files(const char *path, const char *matched, void *data)
-{
-	(void)matched;
-	(void)data;
-	return is_lock_file(path) ? 1 : 0;
-}
-
 /* Identity from the environment, then config, then ailoop's own. */
 static int signature(git_signature **out, git_repository *repo, const char *who)
 {
@@ -200,7 +211,128 @@ static int signature(git_signature **out, git_repository *repo, const char *who)
 	return rc;
 }
 
-int al_git_commit_all(struct al_git *g, const char *message, char oid[AL_OID_HEX])
+/*
+ * ailoop's own files under .ai-loop/runs/ are plain LF text it has just
+ * written: they become blobs directly, without the attribute lookups and
+ * filters that a user's file needs (they are most of what changes in an
+ * iteration, and that machinery is most of a commit's cost).
+ */
+static int add_own_file(git_index *index, git_repository *repo, const char *path)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	git_index_entry e;
+	struct stat st;
+	int rc;
+
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    al_strbuf_read_file(&sb, path, 0) < 0) {
+		al_strbuf_release(&sb);
+		return git_index_add_bypath(index, path); /* let libgit2 say what it is */
+	}
+	memset(&e, 0, sizeof(e));
+	e.path = path;
+	e.mode = st.st_mode & S_IXUSR ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+	e.file_size = (uint32_t)st.st_size;
+	e.mtime.seconds = (int32_t)st.st_mtim.tv_sec;
+	e.mtime.nanoseconds = (uint32_t)st.st_mtim.tv_nsec;
+	e.ctime.seconds = (int32_t)st.st_ctim.tv_sec;
+	e.ctime.nanoseconds = (uint32_t)st.st_ctim.tv_nsec;
+	e.dev = (uint32_t)st.st_dev;
+	e.ino = (uint32_t)st.st_ino;
+	e.uid = st.st_uid;
+	e.gid = st.st_gid;
+	rc = git_blob_create_from_buffer(&e.id, repo, sb.buf, sb.len);
+	if (rc == 0)
+		rc = git_index_add(index, &e);
+	al_strbuf_release(&sb);
+	return rc;
+}
+
+/* Whether the work tree file may differ from its index entry. */
+static bool stat_differs(const git_index_entry *e, const struct stat *st)
+{
+	return !e || e->file_size != (uint32_t)st->st_size ||
+	       e->mtime.seconds != (int32_t)st->st_mtim.tv_sec ||
+	       e->mtime.nanoseconds != (uint32_t)st->st_mtim.tv_nsec ||
+	       e->ino != (uint32_t)st->st_ino;
+}
+
+/* Stages the files ailoop wrote under `dir` (recursively), lock files aside. */
+static int stage_own_files(git_index *index, git_repository *repo, const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int rc = 0;
+
+	if (!d)
+		return 0; /* no run directory (yet): nothing of ours to stage */
+	while (rc == 0 && (de = readdir(d))) {
+		struct al_strbuf path = AL_STRBUF_INIT;
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		al_strbuf_addf(&path, "%s/%s", dir, de->d_name);
+		if (lstat(path.buf, &st) == 0) {
+			if (S_ISDIR(st.st_mode))
+				rc = stage_own_files(index, repo, path.buf);
+			else if (S_ISREG(st.st_mode) && !unrecorded(path.buf) &&
+				 stat_differs(git_index_get_bypath(index, path.buf, 0), &st))
+				rc = add_own_file(index, repo, path.buf);
+		}
+		al_strbuf_release(&path);
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * Brings the index in line with the work tree. ailoop's own files are
+ * staged first and the index written, so that the status pass that finds
+ * everything else (what agents changed) sees them as unchanged and does not
+ * hash them again: libgit2 re-hashes every file newer than the index.
+ */
+static int stage_changes(git_index *index, git_repository *repo, const char *own_dir,
+			 size_t *staged)
+{
+	git_status_options opts;
+	git_status_list *list = NULL;
+	int rc = 0;
+
+	if (own_dir && ((rc = stage_own_files(index, repo, own_dir)) < 0 ||
+			(rc = git_index_write(index)) < 0))
+		return rc;
+	*staged = 0;
+	git_status_options_init(&opts, GIT_STATUS_OPTIONS_VERSION);
+	opts.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
+	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
+		     GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+	if ((rc = git_status_list_new(&list, repo, &opts)) < 0)
+		return rc;
+	for (size_t i = 0; i < git_status_list_entrycount(list) && rc == 0; i++) {
+		const git_status_entry *e = git_status_byindex(list, i);
+		const git_diff_delta *d = e->index_to_workdir;
+		const char *path;
+
+		if (!d)
+			continue;
+		path = d->new_file.path ? d->new_file.path : d->old_file.path;
+		if (unrecorded(path))
+			continue;
+		++*staged;
+		if (e->status & GIT_STATUS_WT_DELETED)
+			rc = git_index_remove_bypath(index, path);
+		else if (al_starts_with(path, ".ai-loop/runs/"))
+			rc = add_own_file(index, repo, path);
+		else
+			rc = git_index_add_bypath(index, path);
+	}
+	git_status_list_free(list);
+	return rc;
+}
+
+int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir,
+		      char oid[AL_OID_HEX])
 {
 	git_index *index = NULL;
 	git_tree *tree = NULL;
@@ -208,12 +340,13 @@ int al_git_commit_all(struct al_git *g, const char *message, char oid[AL_OID_HEX
 	git_commit *parent = NULL;
 	git_signature *author = NULL, *committer = NULL;
 	git_oid tree_oid, commit_oid;
+	size_t staged = 1;
 	int rc = 0;
 
 	if (git_repository_index(&index, g->repo) < 0 || git_index_read(index, 0) < 0 ||
-	    git_index_add_all(index, NULL, GIT_INDEX_ADD_DEFAULT, skip_lock_files, NULL) < 0 ||
-	    git_index_update_all(index, NULL, skip_lock_files, NULL) < 0 ||
-	    git_index_write(index) < 0 || git_index_write_tree(&tree_oid, index) < 0 ||
+	    stage_changes(index, g->repo, own_dir, &staged) < 0 ||
+	    (staged && git_index_write(index) < 0) ||
+	    git_index_write_tree(&tree_oid, index) < 0 ||
 	    git_tree_lookup(&tree, g->repo, &tree_oid) < 0) {
 		rc = fail("cannot stage the work tree");
 		goto done;
@@ -223,8 +356,17 @@ int al_git_commit_all(struct al_git *g, const char *message, char oid[AL_OID_HEX
 		rc = fail("cannot read HEAD");
 		goto done;
 	}
-	if (signature(&author, g->repo, "AUTHOR") < 0 ||
-	    signature(&committer, g->repo, "COMMITTER") < 0 ||
+	if (!g->author) {
+		if (signature(&g->author, g->repo, "AUTHOR") < 0 ||
+		    signature(&g->committer, g->repo, "COMMITTER") < 0) {
+			rc = fail("cannot make the commit's signature");
+			goto done;
+		}
+	}
+	/* the time of each commit is its own */
+	if (git_signature_new(&author, g->author->name, g->author->email, time(NULL), 0) < 0 ||
+	    git_signature_new(&committer, g->committer->name, g->committer->email, time(NULL),
+			      0) < 0 ||
 	    git_commit_create(&commit_oid, g->repo, "HEAD", author, committer, NULL, message,
 			      tree, 1, (const git_commit **)&parent) < 0) {
 		rc = fail("cannot commit");

@@ -65,6 +65,37 @@ static char **make_env(const char *const *extra)
 	return env;
 }
 
+/*
+ * The path of a program named without a slash, looked up in PATH once:
+ * posix_spawnp would try every PATH entry at every spawn. NULL if not found
+ * (posix_spawnp then reports it as usual).
+ */
+static const char *resolve(const char *prog)
+{
+	static struct al_strmap cache = AL_STRMAP_INIT;
+	static const char *cached_path;
+	const char *path = getenv("PATH");
+	char *found;
+
+	if (strchr(prog, '/'))
+		return prog;
+	if (path != cached_path) { /* PATH changed: forget what was found */
+		for (size_t i = 0; i < cache.cap; i++) {
+			free((char *)cache.slots[i].key);
+			free(cache.slots[i].val);
+		}
+		al_strmap_release(&cache);
+		cached_path = path;
+	}
+	found = al_strmap_get(&cache, prog);
+	if (found)
+		return found;
+	found = al_proc_find(prog);
+	if (found)
+		al_strmap_put(&cache, al_strdup(prog), found);
+	return found;
+}
+
 static void spawn_failed(struct child *c, int err)
 {
 	al_strbuf_addf(&c->res->log, "ailoop: cannot run '%s': %s\n", c->spec->argv[0],
@@ -79,6 +110,7 @@ static int spawn(struct child *c)
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t mask, defaults;
+	const char *path;
 	char **env;
 
 	c->out_fd = c->err_fd = c->in_fd = c->pidfd = -1;
@@ -108,8 +140,12 @@ static int spawn(struct child *c)
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
 				 POSIX_SPAWN_SETSIGDEF);
 	env = make_env(c->spec->env);
-	e = posix_spawnp(&c->pid, c->spec->argv[0], &fa, &attr,
-			 (char *const *)c->spec->argv, env);
+	path = resolve(c->spec->argv[0]);
+	if (path)
+		e = posix_spawn(&c->pid, path, &fa, &attr, (char *const *)c->spec->argv, env);
+	else
+		e = posix_spawnp(&c->pid, c->spec->argv[0], &fa, &attr,
+				 (char *const *)c->spec->argv, env);
 	free(env);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
@@ -370,6 +406,7 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 	}
 
 	for (i = 0; i < n; i++) {
+		results[i] = (struct al_proc_result)AL_PROC_RESULT_INIT;
 		cs[i].spec = &specs[i];
 		cs[i].res = &results[i];
 		if ((rc = spawn(&cs[i])) < 0)
@@ -409,23 +446,31 @@ void al_proc_result_release(struct al_proc_result *r)
 	al_strbuf_release(&r->log);
 }
 
-bool al_proc_in_path(const char *prog)
+char *al_proc_find(const char *prog)
 {
 	const char *path = getenv("PATH"), *p;
 	struct al_strbuf sb = AL_STRBUF_INIT;
-	bool found = false;
 	struct stat st;
 
 	if (strchr(prog, '/'))
-		return access(prog, X_OK) == 0;
-	for (p = path ? path : "/usr/bin:/bin"; !found && *p;) {
+		return access(prog, X_OK) == 0 ? al_strdup(prog) : NULL;
+	for (p = path ? path : "/usr/bin:/bin"; *p;) {
 		size_t len = strcspn(p, ":");
 
 		al_strbuf_reset(&sb);
 		al_strbuf_addf(&sb, "%.*s/%s", (int)len, len ? p : ".", prog);
-		found = stat(sb.buf, &st) == 0 && S_ISREG(st.st_mode) && access(sb.buf, X_OK) == 0;
+		if (stat(sb.buf, &st) == 0 && S_ISREG(st.st_mode) && access(sb.buf, X_OK) == 0)
+			return al_strbuf_detach(&sb, NULL);
 		p += len + (p[len] == ':');
 	}
 	al_strbuf_release(&sb);
-	return found;
+	return NULL;
+}
+
+bool al_proc_in_path(const char *prog)
+{
+	char *found = al_proc_find(prog);
+
+	free(found);
+	return found != NULL;
 }

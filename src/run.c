@@ -34,6 +34,17 @@ static char *dup_or_null(const char *s)
 	return s ? al_strdup(s) : NULL;
 }
 
+/* Keeps the files ailoop never commits out of `git status` too. */
+static int ignore_unrecorded(void)
+{
+	static const char text[] =
+		"# ailoop: files of runs that stay out of history\n"
+		"lock\n*.lock\nevents.jsonl\n";
+	const char *path = AL_RUNS_DIR "/.gitignore";
+
+	return al_file_exists(path) ? 0 : al_write_atomic(path, text, sizeof(text) - 1);
+}
+
 int al_run_create(struct al_run **out, const struct al_run_state *st)
 {
 	char date[16], now[32], *id = NULL, *dir;
@@ -47,7 +58,8 @@ int al_run_create(struct al_run **out, const struct al_run_state *st)
 	*out = NULL;
 	localtime_r(&t, &tm);
 	strftime(date, sizeof(date), "%Y%m%d", &tm);
-	if ((rc = al_mkdirs(AL_RUNS_DIR)) < 0 || (rc = al_runs_list(&ids, &n)) < 0)
+	if ((rc = al_mkdirs(AL_RUNS_DIR)) < 0 || (rc = ignore_unrecorded()) < 0 ||
+	    (rc = al_runs_list(&ids, &n)) < 0)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		char prefix[32];
@@ -289,7 +301,16 @@ int al_runs_list(char ***ids, size_t *n)
 		return errno == ENOENT ? 0 : al_err(AL_ERROR, "cannot read %s: %s", AL_RUNS_DIR,
 						    strerror(errno));
 	while ((e = readdir(d))) {
+		char *state;
+		bool has_state;
+
 		if (!al_starts_with(e->d_name, "run_"))
+			continue;
+		/* a run's directory without its state (left by a branch switch) is none */
+		state = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, e->d_name);
+		has_state = al_file_exists(state);
+		free(state);
+		if (!has_state)
 			continue;
 		AL_GROW(*ids, *n, alloc);
 		(*ids)[(*n)++] = al_strdup(e->d_name);

@@ -63,8 +63,11 @@ int al_loop_run(struct al_exec *ex, const struct al_node *node, const char *task
 		const char *parent_label, bool child_entry, int64_t deadline,
 		struct al_result *res);
 
-/* Commits `f` unless HEAD is already that node's commit of that label. */
-int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f);
+/*
+ * Commits `f`. With `may_exist` (the node's state was read back from disk),
+ * not if HEAD is already that node's commit of that label.
+ */
+int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool may_exist);
 
 /*
  * Ends the run in error (on_error fail-fast): writes result-output.md of

@@ -43,10 +43,12 @@ int al_git_checkout(struct al_git *g, const char *branch);
 /*
  * Commits the whole work tree (respecting .gitignore, leaving out lock
  * files under .ai-loop/runs/) on top of HEAD, whatever agents committed
- * meanwhile. Author and committer come from GIT_AUTHOR_NAME/EMAIL and
+ * meanwhile. `own_dir` (may be NULL) is a directory of files ailoop itself
+ * wrote, under .ai-loop/runs/, staged directly for speed. Author and committer come from GIT_AUTHOR_NAME/EMAIL and
  * GIT_COMMITTER_NAME/EMAIL, then the git config, then "ailoop <ailoop@localhost>".
  */
-int al_git_commit_all(struct al_git *g, const char *message, char oid[AL_OID_HEX]);
+int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir,
+		      char oid[AL_OID_HEX]);
 
 /* The full message of a revision ("HEAD", a branch, an id). Caller frees. */
 int al_git_message(struct al_git *g, const char *rev, char **message);

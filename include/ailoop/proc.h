@@ -48,7 +48,8 @@ struct al_proc_result {
 #define AL_PROC_RESULT_INIT { 0, false, false, 0, AL_STRBUF_INIT, false, AL_STRBUF_INIT, false }
 
 /*
- * Runs `n` children at once and waits for all of them. A program that
+ * Runs `n` children at once and waits for all of them; `results` are
+ * initialised here (pass fresh ones, release them after). A program that
  * cannot be found ends with exit code 127 and a note in its log, as in a
  * shell. Returns 0, AL_EINTR if an interrupt stopped them (results are
  * filled in either way), or AL_ERROR if a child could not be started.
@@ -59,5 +60,7 @@ void al_proc_result_release(struct al_proc_result *r);
 
 /* True if `prog` names an executable, directly or through PATH. */
 bool al_proc_in_path(const char *prog);
+/* Its path, the way execvp would find it, or NULL. Caller frees. */
+char *al_proc_find(const char *prog);
 
 #endif

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# ailoop's own cost per iteration: a single-level loop of trivial scripted
+# agents (a command sensor and a command actuator, builtin:all-pass
+# controller) runs N iterations; the same agent processes are then run N
+# times alone; the difference divided by N is ailoop's overhead (state
+# files, commit, spawning and reaping). With valgrind, callgrind then shows
+# where ailoop's own instructions go.
+#
+#   ./scripts/bench.sh             N=200, fsync off and on
+#   N=500 AILOOP=path ./scripts/bench.sh
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+N=${N:-200}
+
+if [ -z "${AILOOP:-}" ]; then
+	cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build "$src/build" -j "$(nproc 2>/dev/null || echo 2)" --target ailoop >/dev/null
+	AILOOP=$src/build/ailoop
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ailoop-bench.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com
+export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+
+sensor='test "$(cat count)" -ge '"$N"
+actuator='echo $(($(cat count) + 1)) >count'
+
+# make_repo DIR: the counting project and its flow
+make_repo() {
+	mkdir -p "$1/.ai-loop/agents"
+	cd "$1"
+	git init -q -b main
+	echo 0 >count
+	cat >.ai-loop/agents/sensor.md <<MD
+---
+name: count
+command: '$sensor'
+---
+MD
+	cat >.ai-loop/agents/actuator.md <<MD
+---
+name: increment
+command: '$actuator'
+---
+MD
+	cat >.ai-loop/flow.yaml <<YAML
+version: 1
+flow:
+  id: count
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator: {strategy: direct, agent: .ai-loop/agents/actuator.md}
+  termination: {max_iterations: $N}
+YAML
+	git add -A
+	git commit -q -m "count from 0"
+}
+
+now_ns() { date +%s%N; }
+
+# the same processes, N times, without ailoop
+baseline() {
+	make_repo "$tmp/base"
+	local t0 t1
+	t0=$(now_ns)
+	sh -c "$sensor" || true
+	for _ in $(seq "$N"); do
+		sh -c "$actuator"
+		sh -c "$sensor" || true
+	done
+	t1=$(now_ns)
+	echo $((t1 - t0))
+}
+
+# with_ailoop FSYNC: wall time of the whole run
+with_ailoop() {
+	make_repo "$tmp/run-$1"
+	local t0 t1
+	t0=$(now_ns)
+	AILOOP_FSYNC=$1 "$AILOOP" run --quiet "count to $N" >/dev/null
+	t1=$(now_ns)
+	[ "$(cat count)" = "$N" ] || { echo "bench: the loop did not reach $N" >&2; exit 1; }
+	echo $((t1 - t0))
+}
+
+base=$(baseline)
+printf 'agents alone:        %d iterations in %d ms (%.2f ms each)\n' "$N" \
+	$((base / 1000000)) "$(echo "$base / $N / 1000000" | bc -l)"
+for fsync in 0 1; do
+	total=$(with_ailoop $fsync)
+	printf 'ailoop, fsync %-3s    %d iterations in %d ms: overhead %.2f ms per iteration\n' \
+		"$([ $fsync = 1 ] && echo on || echo off)" "$N" $((total / 1000000)) \
+		"$(echo "($total - $base) / $N / 1000000" | bc -l)"
+done
+
+if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
+	make_repo "$tmp/profile"
+	AILOOP_FSYNC=0 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
+		"$AILOOP" run --quiet "count to $N" >/dev/null 2>"$tmp/valgrind.log"
+	callgrind_annotate --inclusive=yes "$tmp/cg.out" 2>/dev/null >"$tmp/cg.txt"
+	total_ir=$(sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' "$tmp/cg.txt" | tr -d ,)
+	echo "where ailoop's own instructions go (callgrind, inclusive, $N iterations):"
+	for fn in al_git_commit_all al_write_atomic al_proc_run_all al_call_prepare \
+		al_sensors_read al_md_read al_flow_load al_git_message; do
+		ir=$(grep -E " [^ ]*:$fn( |$)" "$tmp/cg.txt" | head -1 | awk '{print $1}' | tr -d ,)
+		[ -n "$ir" ] && printf '  %-20s %5.1f%%  (%d instructions per iteration)\n' "$fn" \
+			"$(echo "100 * $ir / $total_ir" | bc -l)" $((ir / N))
+	done
+fi
