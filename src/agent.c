@@ -238,6 +238,8 @@ static void load(struct al_agent *a, struct al_pos ref, struct al_diags *d)
 	}
 	if (fm && al_doc_parse(&a->doc, d, a->path, fm, fm_len, line - 1) < 0)
 		c.errors++;
+	if (fm && !a->doc)
+		return; /* unreadable: what it lacks is not known */
 	c.doc = a->doc;
 	if (a->doc && a->doc->root)
 		read_front_matter(&c, a, a->doc->root);

@@ -48,9 +48,13 @@ static struct al_condition *combination(struct al_check *c, const struct al_val 
 				cond->subs[cond->nsubs++] = al_condition_parse(c, arg->items[i]);
 		}
 	}
-	if (v->n > 1)
-		al_check_error(c, AL_VAL_KEY(v, 1)->pos,
-			       "'%s' stands alone: put other checks inside it", k->str);
+	for (size_t i = 0; i < v->n; i++) {
+		if (AL_VAL_KEY(v, i) != k) { /* the first other key */
+			al_check_error(c, AL_VAL_KEY(v, i)->pos,
+				       "'%s' stands alone: put other checks inside it", k->str);
+			break;
+		}
+	}
 	if (c->errors != errors) {
 		al_condition_free(cond);
 		return NULL;
@@ -81,11 +85,12 @@ struct al_condition *al_condition_parse(struct al_check *c, const struct al_val 
 			return NULL;
 		return NULL;
 	}
-	if (v->n >= 1) {
-		const struct al_val *k = AL_VAL_KEY(v, 0);
+	/* all, any or not, wherever it is written, makes a combination */
+	for (size_t i = 0; i < v->n; i++) {
+		const struct al_val *k = AL_VAL_KEY(v, i);
 
 		if (!strcmp(k->str, "all") || !strcmp(k->str, "any") || !strcmp(k->str, "not"))
-			return combination(c, v, k, AL_VAL_VALUE(v, 0));
+			return combination(c, v, k, AL_VAL_VALUE(v, i));
 	}
 	cond = al_calloc(1, sizeof(*cond));
 	cond->kind = AL_COND_CHECK;
@@ -94,9 +99,11 @@ struct al_condition *al_condition_parse(struct al_check *c, const struct al_val 
 
 	type_v = al_val_get(v, "type");
 	if (type_v && !al_val_is_null(type_v) &&
-	    al_check_enum(c, type_v, "condition type", al_cond_type_names, 5, &t) && t == 4)
+	    !al_check_enum(c, type_v, "condition type", al_cond_type_names, 5, &t))
+		t = -1; /* unknown: what it needs cannot be known either */
+	else if (t == 4)
 		t = AL_COND_COMMAND;
-	cond->type = (enum al_cond_type)t;
+	cond->type = t < 0 ? AL_COND_OBSERVATION : (enum al_cond_type)t;
 	op_v = al_val_get(v, "operator");
 	if (op_v && al_check_enum(c, op_v, "operator", al_op_names, 11, &op))
 		cond->op = (enum al_op)op;
@@ -107,12 +114,10 @@ struct al_condition *al_condition_parse(struct al_check *c, const struct al_val 
 
 		if (!strcmp(key, "type") || !strcmp(key, "operator") || !strcmp(key, "description"))
 			continue;
-		if (!strcmp(key, "all") || !strcmp(key, "any") || !strcmp(key, "not"))
-			al_check_error(c, k->pos, "'%s' stands alone: put other checks inside it", key);
-		else if (!strcmp(key, "key"))
+		if (!strcmp(key, "key"))
 			al_check_string(c, val, key, &cond->key);
 		else if (!strcmp(key, "value"))
-			value_v = val;
+			value_v = al_val_is_null(val) ? NULL : val; /* null reads as absent */
 		else if (!strcmp(key, "path"))
 			al_check_string(c, val, key, &cond->path);
 		else if (!strcmp(key, "expression"))
@@ -125,6 +130,8 @@ struct al_condition *al_condition_parse(struct al_check *c, const struct al_val 
 			al_check_unknown_key(c, k, check_keys, AL_ARRAY_SIZE(check_keys), "condition");
 	}
 
+	if (t < 0)
+		goto done;
 	switch (cond->type) {
 	case AL_COND_OBSERVATION:
 	case AL_COND_TEST_RESULT:
@@ -174,6 +181,7 @@ struct al_condition *al_condition_parse(struct al_check *c, const struct al_val 
 	if (cond->type != AL_COND_FILE_EXISTS && cond->path)
 		al_check_error(c, al_val_get(v, "path")->pos,
 			       "'path' belongs to file_exists conditions");
+done:
 	if (c->errors != errors) {
 		al_condition_free(cond);
 		return NULL;

@@ -81,17 +81,30 @@ void al_diags_sort(struct al_diags *d)
 	qsort(d->v, d->n, sizeof(*d->v), cmp_diag);
 }
 
-/* Finds line `line` (1-based) of `text`; returns its length, or -1. */
-static long find_line(const char *text, size_t len, int line, const char **start)
+/*
+ * Finds line `line` (1-based) of `text`; returns its length, or -1. The
+ * cursor (`*at`, on line `*at_line`) is where the last search ended: the
+ * diagnostics come sorted, so each search goes on from there rather than
+ * from the top, and a file of many errors prints in linear time.
+ */
+static long find_line(const char *text, size_t len, int line, const char **start,
+		      const char **at, int *at_line)
 {
 	const char *p = text, *end = text + len, *nl;
+	int l = 1;
 
-	for (int l = 1; l < line; l++) {
+	if (*at && *at_line <= line) {
+		p = *at;
+		l = *at_line;
+	}
+	for (; l < line; l++) {
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl)
 			return -1;
 		p = nl + 1;
 	}
+	*at = p;
+	*at_line = line;
 	nl = memchr(p, '\n', (size_t)(end - p));
 	*start = p;
 	len = (size_t)((nl ? nl : end) - p);
@@ -120,6 +133,9 @@ static void print_quote(FILE *out, const char *line, long len, int col)
 void al_diags_print(const struct al_diags *d, FILE *out, bool color)
 {
 	const char *red = color ? "\033[1;31m" : "", *reset = color ? "\033[0m" : "";
+	const struct al_diag_source *last = NULL;
+	const char *at = NULL;
+	int at_line = 0;
 
 	for (size_t i = 0; i < d->n; i++) {
 		const struct al_diag *e = &d->v[i];
@@ -131,7 +147,11 @@ void al_diags_print(const struct al_diags *d, FILE *out, bool color)
 			e->pos.col, red, reset, e->msg);
 		if (!s || !s->text || e->pos.line < 1)
 			continue;
-		len = find_line(s->text, s->len, e->pos.line, &line);
+		if (s != last) {
+			last = s;
+			at = NULL;
+		}
+		len = find_line(s->text, s->len, e->pos.line, &line, &at, &at_line);
 		if (len >= 0 && len < 400)
 			print_quote(out, line, len, e->pos.col);
 	}

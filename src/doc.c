@@ -47,6 +47,7 @@ struct frame {
 	struct al_val **items;
 	size_t n, alloc;
 	struct al_strmap keys; /* only for large mappings */
+	bool drop_value;       /* the key before it was a duplicate: left out */
 };
 
 struct builder {
@@ -55,6 +56,7 @@ struct builder {
 	struct frame *stack;
 	size_t depth, alloc;
 	int errors; /* problems of content: the tree is still whole */
+	int holes;  /* aliases: the tree misses their values, so none is returned */
 	int fatal;  /* the parse stopped: there is no tree */
 };
 
@@ -101,13 +103,21 @@ static void attach(struct builder *b, struct al_val *v)
 		return;
 	}
 	f = &b->stack[b->depth - 1];
+	if (f->drop_value) {
+		f->drop_value = false;
+		return;
+	}
 	if (f->val->kind == AL_VAL_MAP && f->n % 2 == 0) {
 		if (v->kind != AL_VAL_SCALAR) {
 			al_diags_add(b->diags, v->pos, "mapping keys must be plain strings");
 			b->errors++;
+			b->holes++; /* the key has no name to check */
 		} else if (key_seen(f, v)) {
+			/* the first value counts: readers never see the second */
 			al_diags_add(b->diags, v->pos, "duplicate key '%s'", v->str);
 			b->errors++;
+			f->drop_value = true;
+			return;
 		}
 	}
 	AL_GROW(f->items, f->n, f->alloc);
@@ -139,6 +149,7 @@ static struct al_val *scalar(struct builder *b, const yaml_event_t *ev)
 {
 	struct al_val *v = new_val(b, AL_VAL_SCALAR, ev->start_mark);
 	size_t len = ev->data.scalar.length;
+	const char *nul;
 	char *s;
 
 	switch (ev->data.scalar.style) {
@@ -148,8 +159,12 @@ static struct al_val *scalar(struct builder *b, const yaml_event_t *ev)
 	case YAML_FOLDED_SCALAR_STYLE: v->style = AL_STYLE_BLOCK; break;
 	default: v->style = AL_STYLE_PLAIN; break;
 	}
-	if (memchr(ev->data.scalar.value, '\0', len)) {
-		al_diags_add(b->diags, v->pos, "strings must not contain NUL characters");
+	nul = memchr(ev->data.scalar.value, '\0', len);
+	if (nul) { /* an escape such as "\0": point at it */
+		struct al_pos at = v->pos;
+
+		at.col = al_val_col_at(b->doc, v, (size_t)(nul - (const char *)ev->data.scalar.value));
+		al_diags_add(b->diags, at, "strings must not contain NUL characters");
 		b->errors++;
 	}
 	s = arena_alloc(&b->doc->arena, len + 1);
@@ -168,6 +183,22 @@ static bool refuse_anchor(struct builder *b, const yaml_event_t *ev, const yaml_
 		     "YAML anchors are not supported ('&%s'): write the value out", anchor);
 	b->errors++;
 	return true;
+}
+
+/* The byte of the text that mark `m` stands for (marks count characters). */
+static size_t mark_offset(const struct builder *b, yaml_mark_t m)
+{
+	const char *p = b->doc->text, *end = b->doc->text + b->doc->len;
+
+	for (size_t line = 0; p < end && line < m.line; p++)
+		if (*p == '\n')
+			line++;
+	for (size_t col = 0; p < end && col < m.column && *p != '\n'; col++) {
+		p++;
+		while (p < end && (*p & 0xc0) == 0x80)
+			p++;
+	}
+	return (size_t)(p - b->doc->text);
 }
 
 static void parser_error(struct builder *b, const yaml_parser_t *p)
@@ -193,6 +224,30 @@ static void parser_error(struct builder *b, const yaml_parser_t *p)
 				m.column++;
 			}
 		}
+	} else if (p->context && mark_offset(b, m) >= b->doc->len) {
+		/* the file ended inside something: show where that starts */
+		const char *what = strstr(p->context, " a ");
+
+		m = p->context_mark;
+		if (what && (strstr(what, "quoted scalar") || strstr(what, " flow "))) {
+			al_strbuf_reset(&msg);
+			al_strbuf_addf(&msg, "this %s is never closed (the file ends first)", what + 3);
+		}
+	} else if (p->context && !strcmp(p->context, "while scanning a simple key")) {
+		m = p->context_mark; /* the key that has no ':' after it */
+	} else if (p->context && strstr(p->context, " flow ") && p->problem &&
+		   m.line > p->context_mark.line && b->doc->text[mark_offset(b, m)] == ':') {
+		/*
+		 * A block key on a later line inside a '[' or '{': the bracket
+		 * was left open, and that is where the mistake is.
+		 */
+		al_strbuf_reset(&msg);
+		al_strbuf_addf(&msg, "this %s is never closed (%s before line %d)",
+			       strstr(p->context, " flow ") + 1, p->problem,
+			       (int)m.line + 1 + b->doc->line_offset);
+		m = p->context_mark;
+	} else if (p->problem && !strcmp(p->problem, "mapping values are not allowed in this context")) {
+		al_strbuf_adds(&msg, " (check the indentation, or quote a value that contains ': ')");
 	}
 	al_diags_add(b->diags, mark_pos(b, m), "%s", msg.buf);
 	al_strbuf_release(&msg);
@@ -242,6 +297,7 @@ int al_doc_parse(struct al_doc **out, struct al_diags *d, const char *file,
 				     "YAML aliases are not supported ('*%s'): write the value out",
 				     ev.data.alias.anchor);
 			b.errors++;
+			b.holes++;
 			attach(&b, new_val(&b, AL_VAL_SCALAR, ev.start_mark));
 			break;
 		case YAML_SCALAR_EVENT:
@@ -284,7 +340,7 @@ int al_doc_parse(struct al_doc **out, struct al_diags *d, const char *file,
 		pop(&b);
 	free(b.stack);
 	yaml_parser_delete(&parser);
-	if (b.fatal) {
+	if (b.fatal || b.holes) {
 		al_doc_free(b.doc);
 		return AL_EINVALID;
 	}
@@ -440,13 +496,15 @@ int al_val_col_at(const struct al_doc *doc, const struct al_val *v, size_t offse
 
 		if (*p == '\n')
 			return v->pos.col; /* multi-line: no single column */
-		if (v->style == AL_STYLE_SINGLE && *p == '\'')
-			raw = cols = 2; /* '' */
-		else if (v->style == AL_STYLE_DOUBLE && *p == '\\')
-			width = escape_width(p, end, &raw), cols = raw; /* escapes are ASCII */
-		else
+		if (v->style == AL_STYLE_SINGLE && *p == '\'') {
+			raw = cols = 2;
+		} else if (v->style == AL_STYLE_DOUBLE && *p == '\\') {
+			width = escape_width(p, end, &raw);
+			cols = raw; /* an escape is written in ASCII: a column a byte */
+		} else {
 			while (p + raw < end && (p[raw] & 0xc0) == 0x80)
 				raw++, width++;
+		}
 		decoded += width;
 		p += raw;
 		col += (int)cols;

@@ -20,6 +20,7 @@
 struct loader {
 	struct al_check c;
 	struct al_flow *flow;
+	struct al_agent_ref default_action; /* defaults.action_agent, if given */
 	char **owned; /* strings the flow allocated (resolved agent paths) */
 	size_t nowned, owned_alloc;
 };
@@ -133,16 +134,59 @@ static bool valid_id(const char *s)
 	return true;
 }
 
-/* "RSpec Specialist" -> "rspec-specialist", "TestOracle" -> "test-oracle". */
+/* The value of `key` unless it is absent or null: a null value reads as absent. */
+static const struct al_val *given(const struct al_val *map, const char *key)
+{
+	const struct al_val *v = al_val_get(map, key);
+
+	return v && !al_val_is_null(v) ? v : NULL;
+}
+
+/* The id written in node `v` if it is `id`; NULL if `id` was generated. */
+static const struct al_val *written_id(const struct al_val *v, const char *id)
+{
+	const struct al_val *idv = given(v, "id");
+
+	if (!idv)
+		idv = given(v, "node_id");
+	return idv && idv->kind == AL_VAL_SCALAR && !strcmp(idv->str, id) ? idv : NULL;
+}
+
+/*
+ * Node `v` has the same `id` as its sibling `first`: say so at the id, or at
+ * the node when its id was generated (the user never wrote it).
+ */
+static void duplicate_id(struct loader *l, const char *id, const struct al_val *v,
+			 const struct al_val *first)
+{
+	const struct al_val *mine = written_id(v, id), *theirs = written_id(first, id);
+	int line = theirs ? theirs->pos.line : first->pos.line;
+
+	if (!mine)
+		error(l, v->pos, "this node's generated id '%s' is the id of its sibling at "
+		      "line %d: give it an 'id'", id, line);
+	else if (!theirs)
+		error(l, mine->pos, "duplicate id '%s' among siblings (generated for the node "
+		      "at line %d)", id, line);
+	else
+		error(l, mine->pos, "duplicate id '%s' among siblings (first at line %d)", id, line);
+}
+
+/*
+ * "RSpec Specialist" -> "rspec-specialist", "DevOps Specialist" ->
+ * "devops-specialist", "TestOracle" -> "test-oracle": a name of one word is
+ * split where its case changes, a name of several words only between them.
+ */
 static char *kebab(const char *name)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
+	bool one_word = !name[strcspn(name, " \t_-")];
 
 	for (const char *p = name; *p; p++) {
 		unsigned char ch = (unsigned char)*p;
 
 		if (isalnum(ch)) {
-			if (isupper(ch) && p > name && islower((unsigned char)p[-1]))
+			if (one_word && isupper(ch) && p > name && islower((unsigned char)p[-1]))
 				al_strbuf_addch(&sb, '-');
 			al_strbuf_addch(&sb, tolower(ch));
 		} else if (sb.len && sb.buf[sb.len - 1] != '-') {
@@ -192,21 +236,22 @@ static void parse_children(struct loader *l, struct al_node *n, const struct al_
 	n->children = al_calloc(v->n, sizeof(*n->children));
 	for (size_t i = 0; i < v->n; i++) {
 		struct al_node *kid = parse_node(l, v->items[i], n, (int)i + 1);
-		struct al_node *first;
+		const struct al_val *first;
 
 		if (!kid)
 			continue;
 		n->children[n->nchildren++] = kid;
-		first = al_strmap_put(&seen, kid->id, kid);
-		if (first != kid)
-			error(l, kid->pos, "duplicate id '%s' among siblings (first at line %d)",
-			      kid->id, first->pos.line);
+		first = al_strmap_put(&seen, kid->id, (void *)v->items[i]);
+		if (first != v->items[i])
+			duplicate_id(l, kid->id, v->items[i], first);
 	}
 	al_strmap_release(&seen);
 }
 
 static void parse_sensors(struct loader *l, struct al_node *n, const struct al_val *v)
 {
+	struct al_strmap names = AL_STRMAP_INIT;
+
 	if (!al_check_kind(&l->c, v, AL_VAL_SEQ, "sensors"))
 		return;
 	n->sensors = al_calloc(v->n, sizeof(*n->sensors));
@@ -236,38 +281,41 @@ static void parse_sensors(struct loader *l, struct al_node *n, const struct al_v
 			error(l, item->pos, "sensor name '%s' (from the file name) must be letters, "
 			      "digits, '_' and '-': give the agent a 'name'", s->name);
 	}
-	for (size_t i = 0; i < n->nsensors; i++)
-		for (size_t j = 0; j < i; j++)
-			if (!strcmp(n->sensors[i].name, n->sensors[j].name))
-				error(l, n->sensors[i].ref.pos,
-				      "sensor name '%s' is used twice in this loop", n->sensors[i].name);
+	for (size_t i = 0; i < n->nsensors; i++) {
+		struct al_sensor *first = al_strmap_put(&names, n->sensors[i].name, &n->sensors[i]);
+
+		if (first != &n->sensors[i])
+			error(l, n->sensors[i].ref.pos, "sensor name '%s' is used twice in this "
+			      "loop (first at line %d)", n->sensors[i].name, first->ref.pos.line);
+	}
+	al_strmap_release(&names);
 }
 
 static void parse_actuator(struct loader *l, struct al_node *n, const struct al_val *v)
 {
 	static const char *const keys[] = { "strategy", "agent", "child" };
 	static const char *const strategies[] = { "direct", "composite" };
-	const struct al_val *agent = NULL, *child = NULL;
+	const struct al_val *agent = NULL, *child = NULL, *agent_k = NULL, *child_k = NULL;
 	int strategy = -1;
 
-	if (!al_check_kind(&l->c, v, AL_VAL_MAP, "actuator")) {
-		if (!v || al_val_is_null(v))
-			error(l, n->pos, "loop needs an 'actuator'");
-		return;
-	}
+	if (!al_check_kind(&l->c, v, AL_VAL_MAP, "actuator"))
+		return; /* a null one is missing: check_node says so */
 	for (size_t i = 0; i < v->n; i++) {
 		const struct al_val *k = AL_VAL_KEY(v, i), *val = AL_VAL_VALUE(v, i);
 
-		if (!strcmp(k->str, "strategy"))
+		if (!strcmp(k->str, "strategy")) {
 			al_check_enum(&l->c, val, "strategy", strategies, 2, &strategy);
-		else if (!strcmp(k->str, "agent"))
+		} else if (!strcmp(k->str, "agent")) {
 			agent = al_val_is_null(val) ? NULL : val;
-		else if (!strcmp(k->str, "child"))
+			agent_k = k;
+		} else if (!strcmp(k->str, "child")) {
 			child = al_val_is_null(val) ? NULL : val;
-		else
+			child_k = k;
+		} else {
 			al_check_unknown_key(&l->c, k, keys, AL_ARRAY_SIZE(keys), "actuator");
+		}
 	}
-	if (strategy < 0 && !al_val_get(v, "strategy"))
+	if (strategy < 0 && !given(v, "strategy"))
 		strategy = child ? AL_STRATEGY_COMPOSITE : AL_STRATEGY_DIRECT;
 	if (strategy < 0)
 		return;
@@ -278,14 +326,14 @@ static void parse_actuator(struct loader *l, struct al_node *n, const struct al_
 		else
 			n->child = parse_node(l, child, n, 1);
 		if (agent)
-			error(l, agent->pos, "a composite actuator runs its child, not an 'agent'");
+			error(l, agent_k->pos, "a composite actuator runs its child, not an 'agent'");
 	} else {
 		if (!agent)
 			error(l, v->pos, "a direct actuator needs an 'agent'");
 		else
 			agent_key(l, &n->actuator, agent, "agent");
 		if (child)
-			error(l, child->pos, "a direct actuator runs an agent: use strategy "
+			error(l, child_k->pos, "a direct actuator runs an agent: use strategy "
 			      "composite for a 'child'");
 	}
 }
@@ -303,6 +351,9 @@ static void parse_termination(struct loader *l, struct al_node *n, const struct 
 
 		if (!strcmp(k->str, "max_iterations") && n->type == AL_NODE_LOOP)
 			*max_it = val;
+		else if (!strcmp(k->str, "max_iterations"))
+			error(l, k->pos, "'max_iterations' is for loop nodes only (this is a %s node)",
+			      type_names[n->type]);
 		else if (!strcmp(k->str, "timeout_seconds"))
 			*timeout = val;
 		else
@@ -386,7 +437,9 @@ static void parse_field(struct loader *l, struct al_node *n, const struct al_val
 	if (!strcmp(key, "controller")) {
 		const char *s;
 
-		if (al_check_string(&l->c, v, key, &s) && al_starts_with(s, "builtin:")) {
+		if (!al_check_string(&l->c, v, key, &s)) {
+			; /* reported, or null: check_node says it is missing */
+		} else if (al_starts_with(s, "builtin:")) {
 			if (strcmp(s, AL_BUILTIN_ALL_PASS))
 				error(l, v->pos, "unknown builtin controller '%s' (the builtin is '%s')",
 				      s, AL_BUILTIN_ALL_PASS);
@@ -495,8 +548,15 @@ static void node_id(struct loader *l, struct al_node *n, const struct al_val *v,
 {
 	const struct al_val *id = al_val_get(v, "id"), *nid = al_val_get(v, "node_id");
 
-	if (id && nid)
-		error(l, nid->pos, "'id' and 'node_id' are the same: give one");
+	if (id && nid) {
+		const struct al_val *second = NULL; /* the key written last */
+
+		for (size_t i = 0; i < v->n; i++)
+			if (!strcmp(AL_VAL_KEY(v, i)->str, "id") ||
+			    !strcmp(AL_VAL_KEY(v, i)->str, "node_id"))
+				second = AL_VAL_KEY(v, i);
+		error(l, second->pos, "'id' and 'node_id' are the same: give one");
+	}
 	if (!id)
 		id = nid;
 	if (id && !al_val_is_null(id)) {
@@ -514,20 +574,23 @@ static void node_id(struct loader *l, struct al_node *n, const struct al_val *v,
 	n->id_generated = true;
 }
 
+/* The mapping that node `b`, a branch written as `key` or its synonym, came from. */
+static const struct al_val *branch(const struct al_val *v, const struct al_node *b,
+				   const char *key)
+{
+	const struct al_val *w = given(v, key);
+
+	if (w && w->pos.line == b->pos.line && w->pos.col == b->pos.col)
+		return w;
+	return given(v, !strcmp(key, "then") ? "true_branch" : "false_branch");
+}
+
 static bool has_any(const struct al_val *v, const char *const *keys, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (al_val_get(v, keys[i]))
 			return true;
 	return false;
-}
-
-/* The value of `key`, or NULL if it is absent or null (`key:`, `key: ~`). */
-static const struct al_val *given(const struct al_val *v, const char *key)
-{
-	const struct al_val *x = al_val_get(v, key);
-
-	return x && !al_val_is_null(x) ? x : NULL;
 }
 
 static void check_node(struct loader *l, struct al_node *n, const struct al_val *v,
@@ -548,17 +611,18 @@ static void check_node(struct loader *l, struct al_node *n, const struct al_val 
 			if (!given(v, "controller"))
 				error(l, v->pos, "loop needs a 'controller' (an agent file or %s)",
 				      AL_BUILTIN_ALL_PASS);
-			if (!al_val_get(v, "actuator"))
+			if (!given(v, "actuator"))
 				error(l, v->pos, "loop needs an 'actuator'");
 		} else if (!given(v, "children") || !n->nchildren) {
+			/* children that are there but wrong were reported themselves */
 			if (!given(v, "children"))
 				error(l, v->pos, "loop needs 'controller', 'sensors' and 'actuator', "
 				      "or 'children'");
-			else if (given(v, "children")->kind == AL_VAL_SEQ)
+			else if (given(v, "children")->kind == AL_VAL_SEQ && !given(v, "children")->n)
 				error(l, given(v, "children")->pos, "loop has no children");
-		} else if (n->exit_on != AL_EXIT_MANUAL_BREAK && al_val_get(v, "exit_on") &&
+		} else if (n->exit_on != AL_EXIT_MANUAL_BREAK && given(v, "exit_on") &&
 			   !given(v, "condition")) {
-			error(l, al_val_get(v, "exit_on")->pos, "exit_on '%s' needs a 'condition'",
+			error(l, given(v, "exit_on")->pos, "exit_on '%s' needs a 'condition'",
 			      n->exit_on == AL_EXIT_CONDITION_TRUE ? "condition_true"
 								   : "condition_false");
 		}
@@ -569,8 +633,7 @@ static void check_node(struct loader *l, struct al_node *n, const struct al_val 
 	case AL_NODE_TRANSACTION:
 		if (!given(v, "children"))
 			error(l, v->pos, "%s node needs 'children'", type_names[n->type]);
-		else if (given(v, "children")->kind == AL_VAL_SEQ && !n->nchildren &&
-			 !given(v, "children")->n)
+		else if (given(v, "children")->kind == AL_VAL_SEQ && !given(v, "children")->n)
 			error(l, given(v, "children")->pos, "%s node has no children",
 			      type_names[n->type]);
 		if (n->success_threshold > (int)n->nchildren && n->nchildren)
@@ -588,15 +651,18 @@ static void check_node(struct loader *l, struct al_node *n, const struct al_val 
 		if (!given(v, "condition"))
 			error(l, v->pos, "conditional node needs a 'condition'");
 		if (n->then_branch && n->else_branch && !strcmp(n->then_branch->id, n->else_branch->id))
-			error(l, n->else_branch->pos, "duplicate id '%s' among siblings (first at line %d)",
-			      n->else_branch->id, n->then_branch->pos.line);
+			duplicate_id(l, n->else_branch->id, branch(v, n->else_branch, "else"),
+				     branch(v, n->then_branch, "then"));
 		break;
 	case AL_NODE_ACTION:
 		if (n->skill && !strcmp(n->skill, "break_loop")) {
 			n->break_loop = true;
 			break;
 		}
-		if (!n->action_agent.path)
+		/* a missing defaults.action_agent is reported there, once */
+		if (!n->action_agent.path && l->default_action.path)
+			n->action_agent = l->default_action;
+		else if (!n->action_agent.path)
 			agent_ref(l, &n->action_agent, l->flow->action_agent, v->pos);
 		break;
 	}
@@ -609,6 +675,7 @@ static struct al_node *parse_node(struct loader *l, const struct al_val *v,
 						   "sensors_parallel" };
 	static const char *const reactree_form[] = { "children", "condition", "exit_on" };
 	const struct al_val *max_it = NULL, *timeout = NULL;
+	bool mixed = false;
 	struct al_node *n;
 
 	if (v->kind != AL_VAL_MAP) {
@@ -639,12 +706,18 @@ static struct al_node *parse_node(struct loader *l, const struct al_val *v,
 		bool r = has_any(v, reactree_form, AL_ARRAY_SIZE(reactree_form));
 
 		n->sensor_form = s || !r;
-		if (s && r)
+		mixed = s && r;
+		if (mixed)
 			error(l, v->pos, "a loop has either 'controller'/'sensors'/'actuator' or "
 			      "'children'/'condition', not both");
 	}
-	for (size_t i = 0; i < v->n; i++)
+	for (size_t i = 0; i < v->n; i++) {
+		/* the keys of the other form were reported just above */
+		if (mixed && in_set(AL_VAL_KEY(v, i)->str, reactree_form,
+				    AL_ARRAY_SIZE(reactree_form)))
+			continue;
 		parse_field(l, n, AL_VAL_KEY(v, i), AL_VAL_VALUE(v, i), &max_it, &timeout);
+	}
 	check_node(l, n, v, max_it, timeout);
 	return n;
 }
@@ -746,7 +819,9 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 		} else if (!strcmp(s, "agent_timeout_seconds")) {
 			al_check_int(&l->c, val, s, 1, 7 * 24 * 3600, &f->agent_timeout_seconds);
 		} else if (!strcmp(s, "action_agent")) {
-			al_check_string(&l->c, val, s, &f->action_agent);
+			agent_key(l, &l->default_action, val, s);
+			if (l->default_action.path)
+				f->action_agent = l->default_action.path;
 		} else if (!strcmp(s, "termination")) {
 			static const char *const keys[] = { "on_error" };
 
@@ -830,8 +905,9 @@ static int read_text(struct al_flow *f, const char *file, struct al_diags *d)
 int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 {
 	struct al_flow *f = al_calloc(1, sizeof(*f));
-	struct loader l = { { d, NULL, 0 }, f, NULL, 0, 0 };
-	const struct al_val *root, *node = NULL;
+	struct loader l = { { d, NULL, 0 }, f, { NULL, { NULL, 0, 0 }, NULL }, NULL, 0, 0 };
+	const struct al_val *root, *node = NULL, *node_key = NULL;
+	size_t reported = d->n;
 	struct al_pos at;
 	int err;
 
@@ -873,14 +949,18 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 		    !strcmp(k->str, "models") || !strcmp(k->str, "limits")) {
 			parse_section(&l, k, v);
 		} else if (!strcmp(k->str, "version")) {
-			if (!al_val_int(v, &version) || version != 1)
+			if (v->kind != AL_VAL_SCALAR || al_val_is_null(v))
+				error(&l, v->pos, "'version' must be 1, not %s", al_val_describe(v));
+			else if (!al_val_int(v, &version) || version != 1)
 				error(&l, v->pos, "unsupported flow version '%s' (this ailoop reads "
 				      "version 1)", v->str);
 		} else if (!strcmp(k->str, "flow") || !strcmp(k->str, "root_node")) {
-			if (node)
+			if (node_key) {
 				error(&l, k->pos, "'flow' and 'root_node' are the same: give one");
-			else
+			} else {
+				node_key = k;
 				node = v;
+			}
 		} else if (!strcmp(k->str, "workflow_name")) {
 			al_check_string(&l.c, v, k->str, &f->workflow_name);
 		} else if (!strcmp(k->str, "workflow_type") || !strcmp(k->str, "description")) {
@@ -892,12 +972,15 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 					     "the flow file");
 		}
 	}
-	if (!node || al_val_is_null(node))
-		error(&l, node ? node->pos : root->pos, "the flow file needs a 'flow' (the root node)");
+	if (!node)
+		error(&l, root->pos, "the flow file needs a 'flow' (the root node)");
+	else if (al_val_is_null(node))
+		error(&l, node_key->pos, "'%s' is empty: it must be the root node", node_key->str);
 	else
 		f->root = parse_node(&l, node, NULL, 1);
 	check_runners(&l);
-	err = l.c.errors ? AL_EINVALID : 0;
+	/* agent files report their problems (and their absence) straight to d */
+	err = l.c.errors || d->n > reported ? AL_EINVALID : 0;
 done:
 	f->owned = l.owned;
 	f->nowned = l.nowned;

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The flow corpus: every valid flow validates; every invalid flow fails with
 # exit 65 and exactly the errors listed for it in invalid/EXPECTED, each at
-# its LINE:COL with its message.
+# its LINE:COL with its message. An error in another file (an agent file the
+# flow names) is listed with that file's path: `FLOW PATH:LINE:COL MESSAGE`.
+# README files document a folder and are not flows.
 . "$(dirname "$0")/lib.sh"
 
 cd "$FIXTURES/flows"
 
 nvalid=0
 for f in valid/*; do
+	case ${f#valid/} in README*) continue ;; esac
 	run "$AILOOP" validate --flow "$f"
 	expect_rc 0 "valid flow $f"
 	expect_in "$out" "$f: ok:" "summary of $f"
@@ -17,7 +20,7 @@ done
 ninvalid=0
 for f in invalid/*; do
 	name=${f#invalid/}
-	[ "$name" = EXPECTED ] && continue
+	case $name in EXPECTED | README*) continue ;; esac
 	ninvalid=$((ninvalid + 1))
 	want=$(grep -c "^$name " invalid/EXPECTED || true)
 	if [ "$want" -eq 0 ]; then
@@ -28,9 +31,14 @@ for f in invalid/*; do
 	expect_rc 65 "invalid flow $f"
 	while read -r file pos msg; do
 		[ "$file" = "$name" ] || continue
-		expect_in "$err" "$f:$pos: error: " "position $pos in $f"
-		line=$(printf '%s\n' "$err" | grep -F -- "$f:$pos: error: " | head -1)
-		expect_in "$line" "$msg" "message at $f:$pos"
+		case $pos in
+		*:*:*) where=$pos ;; # PATH:LINE:COL, in a file the flow names
+		*) where=$f:$pos ;;
+		esac
+		expect_in "$err" "$where: error: " "position $where for $f"
+		# several errors may share a position: any of them may match
+		lines=$(printf '%s\n' "$err" | grep -F -- "$where: error: ")
+		expect_in "$lines" "$msg" "message at $where for $f"
 	done <invalid/EXPECTED
 	# no more errors than expected: agent-file errors count too
 	got=$(printf '%s\n' "$err" | grep -c ': error: ' || true)
