@@ -72,6 +72,7 @@ int al_write_atomic(const char *path, const void *data, size_t len)
 		goto done;
 	}
 	close(fd);
+	al_crash_point("before rename");
 	if (rename(lock.buf, path) < 0) {
 		rc = al_err(AL_ERROR, "cannot rename '%s' to '%s': %s", lock.buf, path,
 			    strerror(errno));
@@ -80,6 +81,7 @@ int al_write_atomic(const char *path, const void *data, size_t len)
 	}
 	if (al_fsync_enabled())
 		sync_dir_of(path);
+	al_crash_point(path);
 done:
 	al_strbuf_release(&lock);
 	return rc;

@@ -1,5 +1,6 @@
 #include "ailoop/git.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/proc.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
@@ -7,6 +8,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,7 +120,8 @@ int al_git_dirty(struct al_git *g, char **path)
 		const git_diff_delta *d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
 		const char *p = d ? d->new_file.path : NULL;
 
-		if (e->status == GIT_STATUS_CURRENT || !p || unrecorded(p))
+		/* ailoop's own run files are not the user's work to protect */
+		if (e->status == GIT_STATUS_CURRENT || !p || al_starts_with(p, ".ai-loop/runs/"))
 			continue;
 		*path = al_strdup(p);
 		dirty = 1;
@@ -136,29 +139,28 @@ bool al_git_branch_exists(struct al_git *g, const char *name)
 	return found;
 }
 
-int al_git_branch_create(struct al_git *g, const char *name, char **created)
+char *al_git_branch_free_name(struct al_git *g, const char *name)
 {
-	git_reference *head = NULL, *branch = NULL;
-	git_commit *commit = NULL;
 	char *candidate = al_strdup(name);
-	int rc = 0;
 
-	*created = NULL;
 	for (int n = 2; al_git_branch_exists(g, candidate); n++) {
 		free(candidate);
 		candidate = al_xprintf("%s-%d", name, n);
 	}
+	return candidate;
+}
+
+int al_git_branch_create(struct al_git *g, const char *name)
+{
+	git_reference *head = NULL, *branch = NULL;
+	git_commit *commit = NULL;
+	int rc = 0;
+
 	if (git_repository_head(&head, g->repo) < 0 ||
 	    git_commit_lookup(&commit, g->repo, git_reference_target(head)) < 0 ||
-	    git_branch_create(&branch, g->repo, candidate, commit, 0) < 0 ||
-	    git_repository_set_head(g->repo, git_reference_name(branch)) < 0) {
+	    git_branch_create(&branch, g->repo, name, commit, 0) < 0 ||
+	    git_repository_set_head(g->repo, git_reference_name(branch)) < 0)
 		rc = fail("cannot create the branch");
-		goto done;
-	}
-	*created = candidate;
-	candidate = NULL;
-done:
-	free(candidate);
 	git_reference_free(branch);
 	git_commit_free(commit);
 	git_reference_free(head);
@@ -351,6 +353,7 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 		rc = fail("cannot stage the work tree");
 		goto done;
 	}
+	al_crash_point("staged");
 	if (git_repository_head(&head, g->repo) < 0 ||
 	    git_commit_lookup(&parent, g->repo, git_reference_target(head)) < 0) {
 		rc = fail("cannot read HEAD");
@@ -374,6 +377,7 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 	}
 	if (oid)
 		git_oid_tostr(oid, AL_OID_HEX, &commit_oid);
+	al_crash_point("committed"); /* before any state records the commit */
 done:
 	git_signature_free(author);
 	git_signature_free(committer);
@@ -471,4 +475,22 @@ done:
 	git_tree_free(tree);
 	git_object_free(obj);
 	return rc;
+}
+
+int al_git_clear_stale_locks(struct al_git *g, const char *branch)
+{
+	const char *gitdir = git_repository_path(g->repo);
+	char *paths[3];
+	int removed = 0;
+
+	paths[0] = al_xprintf("%sindex.lock", gitdir);
+	paths[1] = al_xprintf("%sHEAD.lock", gitdir);
+	paths[2] = branch ? al_xprintf("%srefs/heads/%s.lock", gitdir, branch) : NULL;
+	for (size_t i = 0; i < 3; i++) {
+		if (paths[i] && al_file_exists(paths[i]) && !al_proc_file_in_use(paths[i]) &&
+		    unlink(paths[i]) == 0)
+			removed++;
+		free(paths[i]);
+	}
+	return removed;
 }

@@ -181,6 +181,7 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	deadline = now + (int64_t)call->timeout_s * 1000;
 	if (c->deadline_ms && c->deadline_ms < deadline)
 		deadline = c->deadline_ms;
+	call->spec.name = call->log_path;
 	call->spec.argv = (const char *const *)call->argv;
 	call->spec.env = (const char *const *)call->env;
 	call->spec.deadline_ms = deadline;

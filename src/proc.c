@@ -2,11 +2,13 @@
 #include "ailoop/signals.h"
 #include "ailoop/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
@@ -412,6 +414,13 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 		if ((rc = spawn(&cs[i])) < 0)
 			break;
 	}
+	if (rc == 0) { /* a crash while agents are at work */
+		char point[300];
+
+		snprintf(point, sizeof(point), "running %s", specs[0].name ? specs[0].name
+									   : specs[0].argv[0]);
+		al_crash_point(point);
+	}
 	if (rc < 0) { /* stop the ones already started */
 		for (size_t k = 0; k < i; k++)
 			if (!cs[k].done)
@@ -473,4 +482,118 @@ bool al_proc_in_path(const char *prog)
 
 	free(found);
 	return found != NULL;
+}
+
+static bool environ_has(pid_t pid, const char *entry)
+{
+	struct al_strbuf path = AL_STRBUF_INIT, env = AL_STRBUF_INIT;
+	size_t len = strlen(entry);
+	bool found = false;
+
+	al_strbuf_addf(&path, "/proc/%ld/environ", (long)pid);
+	if (al_strbuf_read_file(&env, path.buf, 0) == 0) {
+		for (const char *p = env.buf; p < env.buf + env.len; p += strlen(p) + 1) {
+			if (!strncmp(p, entry, len) && p[len] == '\0') {
+				found = true;
+				break;
+			}
+		}
+	}
+	al_strbuf_release(&path);
+	al_strbuf_release(&env);
+	return found;
+}
+
+/* Pids of /proc, or NULL without /proc. Caller frees; ends with 0. */
+static pid_t *all_pids(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t *pids = NULL;
+	size_t n = 0, alloc = 0;
+
+	if (!d)
+		return NULL;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+
+		if (*end || pid <= 0)
+			continue;
+		AL_GROW(pids, n + 1, alloc);
+		pids[n++] = (pid_t)pid;
+	}
+	closedir(d);
+	AL_GROW(pids, n, alloc);
+	pids[n] = 0;
+	return pids;
+}
+
+int al_proc_kill_by_env(const char *entry)
+{
+	pid_t *pids = all_pids(), me = getpid();
+	int found = 0;
+
+	for (size_t i = 0; pids && pids[i]; i++) {
+		pid_t pgid;
+
+		if (pids[i] == me || !environ_has(pids[i], entry))
+			continue;
+		found++;
+		pgid = getpgid(pids[i]);
+		if (pgid > 0 && pgid != getpgid(0))
+			kill(-pgid, SIGKILL);
+		kill(pids[i], SIGKILL);
+	}
+	free(pids);
+	/* wait (at most 2 s) until they are gone: /proc shows them no more */
+	for (int64_t until = al_now_ms() + 2000; found && al_now_ms() < until;) {
+		struct timespec ms = { 0, 5000000 };
+		bool left = false;
+
+		pids = all_pids();
+		for (size_t i = 0; pids && pids[i] && !left; i++)
+			left = pids[i] != me && environ_has(pids[i], entry);
+		free(pids);
+		if (!left)
+			break;
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			; /* ours, as their subreaper */
+		nanosleep(&ms, NULL);
+	}
+	return found;
+}
+
+bool al_proc_file_in_use(const char *path)
+{
+	pid_t *pids = all_pids();
+	struct stat target;
+	bool used = false;
+
+	if (stat(path, &target) < 0) {
+		free(pids);
+		return false;
+	}
+	for (size_t i = 0; pids && pids[i] && !used; i++) {
+		struct al_strbuf dir = AL_STRBUF_INIT;
+		struct dirent *e;
+		DIR *d;
+
+		al_strbuf_addf(&dir, "/proc/%ld/fd", (long)pids[i]);
+		d = opendir(dir.buf);
+		while (d && (e = readdir(d)) && !used) {
+			struct al_strbuf fd = AL_STRBUF_INIT;
+			struct stat st;
+
+			al_strbuf_addf(&fd, "%s/%s", dir.buf, e->d_name);
+			used = stat(fd.buf, &st) == 0 && st.st_dev == target.st_dev &&
+			       st.st_ino == target.st_ino;
+			al_strbuf_release(&fd);
+		}
+		if (d)
+			closedir(d);
+		al_strbuf_release(&dir);
+	}
+	free(pids);
+	return used;
 }

@@ -25,18 +25,17 @@ void al_git_free(struct al_git *g);
 int al_git_head(struct al_git *g, char **branch, char oid[AL_OID_HEX]);
 
 /*
- * Whether the work tree differs from HEAD (untracked files count; ailoop's
- * own lock files do not). Returns 1 dirty (with *path the first change,
+ * Whether the work tree differs from HEAD (untracked files count; files
+ * under .ai-loop/runs/, ailoop's own, do not). Returns 1 dirty (with *path the first change,
  * caller frees), 0 clean, or an error.
  */
 int al_git_dirty(struct al_git *g, char **path);
 
 bool al_git_branch_exists(struct al_git *g, const char *name);
-/*
- * Creates branch `name` (or name-2, name-3… if taken) at HEAD and checks it
- * out, keeping the work tree as it is. *created is the name used.
- */
-int al_git_branch_create(struct al_git *g, const char *name, char **created);
+/* `name`, or name-2, name-3… : the first that no branch has. Caller frees. */
+char *al_git_branch_free_name(struct al_git *g, const char *name);
+/* Creates branch `name` at HEAD and checks it out, keeping the work tree. */
+int al_git_branch_create(struct al_git *g, const char *name);
 /* Checks out an existing branch; refuses to overwrite local changes. */
 int al_git_checkout(struct al_git *g, const char *branch);
 
@@ -61,6 +60,13 @@ int al_git_message(struct al_git *g, const char *rev, char **message);
 typedef int (*al_git_walk_fn)(const char *oid, const char *message, int64_t time, void *data);
 int al_git_walk(struct al_git *g, const char *rev, const char *hide, al_git_walk_fn fn,
 		void *data);
+
+/*
+ * Removes lock files a killed ailoop left in the repository (the index's,
+ * HEAD's, `branch`'s), which would stop every later commit: only those no
+ * process holds open. Returns how many were removed.
+ */
+int al_git_clear_stale_locks(struct al_git *g, const char *branch);
 
 /* The content of `path` in the tree of `rev`. AL_ENOTFOUND if absent. */
 int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_strbuf *out);

@@ -23,6 +23,7 @@
 #define AL_PROC_GRACE_MS 5000
 
 struct al_proc_spec {
+	const char *name;        /* what it is, e.g. "actuator" (crash points) */
 	const char *const *argv; /* argv[0] is looked up in PATH */
 	const char *const *env;  /* "NAME=value" set on top of the environment */
 	const char *input;       /* written to stdin; NULL means /dev/null */
@@ -62,5 +63,16 @@ void al_proc_result_release(struct al_proc_result *r);
 bool al_proc_in_path(const char *prog);
 /* Its path, the way execvp would find it, or NULL. Caller frees. */
 char *al_proc_find(const char *prog);
+
+/*
+ * Kills (SIGKILL, with their process groups) every process but this one
+ * whose environment holds `entry` ("AILOOP_RUN_ID=run_…"): agents a killed
+ * ailoop left running, which must not go on editing the tree while the run
+ * is resumed. Waits until they are gone. Returns how many were found.
+ */
+int al_proc_kill_by_env(const char *entry);
+
+/* Whether any process has `path` open (a lock file being written). */
+bool al_proc_file_in_use(const char *path);
 
 #endif

@@ -86,6 +86,16 @@ void *al_strmap_put(struct al_strmap *map, const char *key, void *val);
 void *al_strmap_get(const struct al_strmap *map, const char *key);
 void al_strmap_release(struct al_strmap *map);
 
+/*
+ * Crash points, for the tests of crash safety: with AILOOP_CRASH_AT=N in
+ * the environment, the N-th point reached kills the process with SIGKILL,
+ * as a power cut would; AILOOP_CRASH_LOG=FILE appends each point's name.
+ * Points sit where a crash is most dangerous: around state writes, between
+ * a commit and the state that records it, while agents run. Without those
+ * variables a point costs one branch.
+ */
+void al_crash_point(const char *name);
+
 /* Monotonic milliseconds, for durations and deadlines. */
 int64_t al_now_ms(void);
 

@@ -1,6 +1,7 @@
 #include "ailoop/cli.h"
 #include "ailoop/exec.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/proc.h"
 #include "ailoop/sha256.h"
 #include "ailoop/signals.h"
 #include "ailoop/strbuf.h"
@@ -71,6 +72,53 @@ static char *find_resumable(struct al_git *git)
 	return found;
 }
 
+/*
+ * What a killed ailoop can leave behind: agents still at work, and git
+ * lock files that would refuse every commit.
+ */
+static int cleanup_after_crash(struct al_git *git, const struct al_run *run)
+{
+	char *entry = al_xprintf("AILOOP_RUN_ID=%s", run->st.run_id);
+	int agents = al_proc_kill_by_env(entry), locks;
+
+	free(entry);
+	if (agents)
+		fprintf(stderr, "ailoop: stopped %d process%s the interrupted run left running\n",
+			agents, agents == 1 ? "" : "es");
+	locks = al_git_clear_stale_locks(git, run->st.branch);
+	if (locks)
+		fprintf(stderr, "ailoop: removed %d stale git lock file%s\n", locks,
+			locks == 1 ? "" : "s");
+	return 0;
+}
+
+/*
+ * Checks out the run's branch. A run killed right after it started may
+ * have recorded a branch it never made: then nothing was committed yet, and
+ * the branch is made where the run started.
+ */
+static int enter_branch(struct al_git *git, const struct al_run *run)
+{
+	char *current = NULL;
+	int rc = 0;
+
+	if (!run->st.branch)
+		return 0;
+	if (al_git_head(git, &current, NULL) == 0 && current && !strcmp(current, run->st.branch))
+		goto done;
+	if (al_git_branch_exists(git, run->st.branch))
+		rc = al_git_checkout(git, run->st.branch);
+	else if (current && run->st.base_branch && !strcmp(current, run->st.base_branch))
+		rc = al_git_branch_create(git, run->st.branch);
+	else
+		rc = al_err(AL_ENOTFOUND, "the run's branch '%s' does not exist (and HEAD is not "
+			    "on its base branch '%s')", run->st.branch,
+			    run->st.base_branch ? run->st.base_branch : "-");
+done:
+	free(current);
+	return rc;
+}
+
 static int resume(const char *id, bool force, bool json)
 {
 	struct al_diags diags = AL_DIAGS_INIT;
@@ -80,7 +128,7 @@ static int resume(const char *id, bool force, bool json)
 	struct al_flow *flow = NULL;
 	struct al_git *git = NULL;
 	struct al_run *run = NULL;
-	char *picked = NULL, *branch = NULL, sha[65];
+	char *picked = NULL, sha[65];
 	int rc, code = 0;
 
 	if ((rc = al_git_open(&git)) < 0) {
@@ -99,18 +147,18 @@ static int resume(const char *id, bool force, bool json)
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
 	}
+	if (cleanup_after_crash(git, run) < 0) {
+		code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
+		goto done;
+	}
 	if (!resumable(git, run)) {
 		code = al_cli_fail(AL_EXIT_USAGE, "run %s is %s: there is nothing to resume",
 				   run->st.run_id, run->st.status);
 		goto done;
 	}
-	if (run->st.branch && (al_git_head(git, &branch, NULL) < 0 || !branch ||
-			       strcmp(branch, run->st.branch))) {
-		if (al_git_branch_exists(git, run->st.branch) &&
-		    (rc = al_git_checkout(git, run->st.branch)) < 0) {
-			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
-			goto done;
-		}
+	if ((rc = enter_branch(git, run)) < 0) {
+		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
+		goto done;
 	}
 	if ((code = al_cli_load_flow(run->st.flow, &diags, &flow)) != 0)
 		goto done;
@@ -158,7 +206,6 @@ done:
 	al_diags_release(&diags);
 	al_git_free(git);
 	free(picked);
-	free(branch);
 	return code;
 }
 

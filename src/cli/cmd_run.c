@@ -246,13 +246,9 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 		char *s = slug(task);
 
 		name = al_xprintf("ai-loop/%s", s);
+		branch = al_git_branch_free_name(git, name);
 		free(s);
-		rc = al_git_branch_create(git, name, &branch);
 		free(name);
-		if (rc < 0) {
-			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
-			goto done;
-		}
 	}
 	al_sha256_hex(flow->text, flow->text_len, sha);
 	init.task = task;
@@ -260,7 +256,9 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	init.flow_sha256 = sha;
 	init.branch = branch;
 	init.base_branch = base;
-	if ((rc = al_run_create(&run, &init)) < 0) {
+	/* the run records its branch first: a resume can make a branch never made */
+	if ((rc = al_run_create(&run, &init)) < 0 ||
+	    (!o->no_branch && (rc = al_git_branch_create(git, branch)) < 0)) {
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
 	}
