@@ -139,6 +139,19 @@ done:
 	return rc;
 }
 
+/* Cuts the log down to its last AL_PROC_LOG_MAX bytes. */
+static void trim_log(struct al_proc_result *r)
+{
+	size_t drop;
+
+	if (r->log.len <= AL_PROC_LOG_MAX)
+		return;
+	drop = r->log.len - AL_PROC_LOG_MAX;
+	memmove(r->log.buf, r->log.buf + drop, AL_PROC_LOG_MAX);
+	al_strbuf_setlen(&r->log, AL_PROC_LOG_MAX);
+	r->log_truncated = true;
+}
+
 /* Keeps the head of stdout and, in `log`, the tail of everything. */
 static void take(struct child *c, const char *buf, size_t n, bool is_stdout)
 {
@@ -152,13 +165,8 @@ static void take(struct child *c, const char *buf, size_t n, bool is_stdout)
 			r->out_truncated = true;
 	}
 	al_strbuf_add(&r->log, buf, n);
-	if (r->log.len > 2 * AL_PROC_LOG_MAX) {
-		size_t drop = r->log.len - AL_PROC_LOG_MAX;
-
-		memmove(r->log.buf, r->log.buf + drop, AL_PROC_LOG_MAX);
-		al_strbuf_setlen(&r->log, AL_PROC_LOG_MAX);
-		r->log_truncated = true;
-	}
+	if (r->log.len > 2 * AL_PROC_LOG_MAX) /* trimmed in bulk, and once more at the end */
+		trim_log(r);
 }
 
 static void drain(struct child *c, int *fd, bool is_stdout)
@@ -243,6 +251,7 @@ static void reap(struct child *c, int64_t now)
 	else if (WIFSIGNALED(status))
 		c->res->exit_code = 128 + WTERMSIG(status);
 	c->res->duration_ms = now - c->start;
+	trim_log(c->res);
 	close_fd(&c->pidfd);
 	close_fd(&c->in_fd);
 	close_fd(&c->out_fd);
