@@ -370,12 +370,15 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 {
 	struct child *cs = al_calloc(n, sizeof(*cs));
 	int rc = 0, signals_seen = al_signals_count();
-	static bool subreaper;
+	static bool prepared;
 	size_t i;
 
-	if (!subreaper) { /* without it (old kernels) orphans go to PID 1 */
+	if (!prepared) {
+		/* without it (old kernels) orphans go to PID 1 */
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
-		subreaper = true;
+		/* a child that stops reading its stdin must not kill us: EPIPE instead */
+		signal(SIGPIPE, SIG_IGN);
+		prepared = true;
 	}
 
 	for (i = 0; i < n; i++) {
