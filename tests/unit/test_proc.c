@@ -164,6 +164,19 @@ Test(proc, a_child_that_never_reads_stdin_does_not_hang)
 	al_proc_result_release(&r);
 }
 
+Test(proc, children_get_default_signal_handling)
+{
+	struct al_proc_result r = AL_PROC_RESULT_INIT;
+
+	/* ailoop ignores SIGPIPE and handles SIGINT; its children must not */
+	al_signals_install();
+	cr_assert_eq(run(&r, SH("yes | head -n 1"), NULL, 0), 0);
+	cr_assert_eq(r.exit_code, 0);
+	cr_assert_str_eq(r.out.buf, "y\n", "out: [%s]", r.out.buf);
+	cr_assert_null(strstr(r.log.buf, "Broken pipe"), "log: [%s]", r.log.buf);
+	al_proc_result_release(&r);
+}
+
 Test(proc, env_entries_replace_and_add_variables)
 {
 	const char *env[] = { "AILOOP_T_OLD=new value", "AILOOP_T_NEW=$(added)", NULL };
@@ -305,6 +318,26 @@ Test(proc, a_log_of_exactly_one_mib_is_whole)
 	cr_assert_not(r.log_truncated);
 	free(input);
 	al_proc_result_release(&r);
+}
+
+Test(proc, stdout_past_the_memory_limit_is_cut_and_flagged)
+{
+	struct al_proc_result r = AL_PROC_RESULT_INIT;
+	char cmd[64];
+
+	snprintf(cmd, sizeof(cmd), "head -c %u /dev/zero", AL_PROC_OUT_MAX + 4096);
+	cr_assert_eq(run(&r, SH(cmd), NULL, 0), 0);
+	cr_assert_eq(r.exit_code, 0);
+	cr_assert_eq(r.out.len, AL_PROC_OUT_MAX);
+	cr_assert(r.out_truncated);
+	cr_assert_eq(r.log.len, AL_PROC_LOG_MAX);
+	cr_assert(r.log_truncated);
+	al_proc_result_release(&r);
+}
+
+Test(proc, run_all_of_nothing_returns_at_once)
+{
+	cr_assert_eq(al_proc_run_all(NULL, NULL, 0), 0);
 }
 
 Test(proc, run_all_runs_the_children_at_the_same_time)
