@@ -104,7 +104,7 @@ int al_mkdirs(const char *path)
 	char *p = al_strdup(path);
 	int rc = 0;
 
-	for (char *s = p + 1; ; s++) {
+	for (char *s = *p ? p + 1 : p; ; s++) { /* "" fails in mkdir, as in mkdir -p */
 		char c = *s;
 
 		if (c != '/' && c != '\0')

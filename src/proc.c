@@ -177,6 +177,19 @@ done:
 	return rc;
 }
 
+/* Cuts the log down to its last AL_PROC_LOG_MAX bytes. */
+static void trim_log(struct al_proc_result *r)
+{
+	size_t drop;
+
+	if (r->log.len <= AL_PROC_LOG_MAX)
+		return;
+	drop = r->log.len - AL_PROC_LOG_MAX;
+	memmove(r->log.buf, r->log.buf + drop, AL_PROC_LOG_MAX);
+	al_strbuf_setlen(&r->log, AL_PROC_LOG_MAX);
+	r->log_truncated = true;
+}
+
 /* Keeps the head of stdout and, in `log`, the tail of everything. */
 static void take(struct child *c, const char *buf, size_t n, bool is_stdout)
 {
@@ -190,13 +203,8 @@ static void take(struct child *c, const char *buf, size_t n, bool is_stdout)
 			r->out_truncated = true;
 	}
 	al_strbuf_add(&r->log, buf, n);
-	if (r->log.len > 2 * AL_PROC_LOG_MAX) {
-		size_t drop = r->log.len - AL_PROC_LOG_MAX;
-
-		memmove(r->log.buf, r->log.buf + drop, AL_PROC_LOG_MAX);
-		al_strbuf_setlen(&r->log, AL_PROC_LOG_MAX);
-		r->log_truncated = true;
-	}
+	if (r->log.len > 2 * AL_PROC_LOG_MAX) /* trimmed in bulk, and once more at the end */
+		trim_log(r);
 }
 
 static void drain(struct child *c, int *fd, bool is_stdout)
@@ -281,6 +289,7 @@ static void reap(struct child *c, int64_t now)
 	else if (WIFSIGNALED(status))
 		c->res->exit_code = 128 + WTERMSIG(status);
 	c->res->duration_ms = now - c->start;
+	trim_log(c->res);
 	close_fd(&c->pidfd);
 	close_fd(&c->in_fd);
 	close_fd(&c->out_fd);
@@ -399,12 +408,15 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 {
 	struct child *cs = al_calloc(n, sizeof(*cs));
 	int rc = 0, signals_seen = al_signals_count();
-	static bool subreaper;
+	static bool prepared;
 	size_t i;
 
-	if (!subreaper) { /* without it (old kernels) orphans go to PID 1 */
+	if (!prepared) {
+		/* without it (old kernels) orphans go to PID 1 */
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
-		subreaper = true;
+		/* a child that stops reading its stdin must not kill us: EPIPE instead */
+		signal(SIGPIPE, SIG_IGN);
+		prepared = true;
 	}
 
 	for (i = 0; i < n; i++) {

@@ -1,0 +1,180 @@
+#include "ailoop/fsutil.h"
+#include "unit.h"
+
+#include <fcntl.h>
+
+static void setup(void)
+{
+	unit_enter_tmpdir();
+}
+
+static void teardown(void)
+{
+	unit_leave_tmpdir();
+}
+
+TestSuite(fsutil, .init = setup, .fini = teardown);
+
+static const char *file_text(const char *path)
+{
+	static struct al_strbuf sb = AL_STRBUF_INIT;
+
+	al_strbuf_reset(&sb);
+	cr_assert_eq(al_strbuf_read_file(&sb, path, 0), 0, "cannot read %s", path);
+	return sb.buf;
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+Test(fsutil, write_atomic_creates_and_replaces)
+{
+	static const char binary[] = "a\0b\nc";
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	cr_assert_eq(al_write_atomic("f.md", "first version\n", 14), 0, "%s", al_errmsg());
+	cr_assert_str_eq(file_text("f.md"), "first version\n");
+	cr_assert_eq(al_write_atomic("f.md", "v2", 2), 0, "%s", al_errmsg());
+	cr_assert_str_eq(file_text("f.md"), "v2", "replaced, not appended or overlaid");
+	cr_assert_not(exists("f.md.lock"), "no lock file is left behind");
+
+	cr_assert_eq(al_write_atomic("f.md", "", 0), 0);
+	cr_assert_str_eq(file_text("f.md"), "");
+	cr_assert_eq(al_write_atomic("f.md", binary, sizeof(binary) - 1), 0);
+	cr_assert_eq(al_strbuf_read_file(&sb, "f.md", 0), 0);
+	cr_assert_eq(sb.len, sizeof(binary) - 1);
+	cr_assert(!memcmp(sb.buf, binary, sb.len));
+	al_strbuf_release(&sb);
+}
+
+Test(fsutil, write_atomic_never_changes_the_old_file_in_place)
+{
+	char buf[32] = { 0 };
+	int fd;
+
+	cr_assert_eq(al_write_atomic("f", "old content", 11), 0);
+	fd = open("f", O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(al_write_atomic("f", "new", 3), 0);
+	/* a reader that opened the old file still sees all of it */
+	cr_assert_eq(read(fd, buf, sizeof(buf) - 1), 11);
+	cr_assert_str_eq(buf, "old content");
+	close(fd);
+	cr_assert_str_eq(file_text("f"), "new");
+}
+
+Test(fsutil, write_atomic_removes_a_stale_lock)
+{
+	unit_write("state.md", "old\n");
+	unit_write("state.md.lock", "half written by a writer that died");
+	cr_assert_eq(al_write_atomic("state.md", "new\n", 4), 0, "%s", al_errmsg());
+	cr_assert_str_eq(file_text("state.md"), "new\n");
+	cr_assert_not(exists("state.md.lock"));
+
+	/* also when the file itself was never written */
+	unit_write("fresh.md.lock", "x");
+	cr_assert_eq(al_write_atomic("fresh.md", "y", 1), 0, "%s", al_errmsg());
+	cr_assert_str_eq(file_text("fresh.md"), "y");
+	cr_assert_not(exists("fresh.md.lock"));
+}
+
+Test(fsutil, write_atomic_into_a_missing_directory_fails)
+{
+	cr_assert_eq(al_write_atomic("no/such/dir/f", "x", 1), AL_ERROR);
+	cr_assert_not_null(strstr(al_errmsg(), "no/such/dir/f"), "%s", al_errmsg());
+	cr_assert_not(exists("no"));
+}
+
+Test(fsutil, write_atomic_over_a_directory_fails_and_cleans_up)
+{
+	cr_assert_eq(mkdir("d", 0755), 0);
+	cr_assert_eq(al_write_atomic("d", "x", 1), AL_ERROR);
+	cr_assert_not_null(strstr(al_errmsg(), "'d'"), "%s", al_errmsg());
+	cr_assert_not(exists("d.lock"), "the lock file is removed after a failure");
+	cr_assert(al_dir_exists("d"));
+}
+
+Test(fsutil, fsync_is_on_by_default)
+{
+	unsetenv("AILOOP_FSYNC");
+	cr_assert(al_fsync_enabled());
+}
+
+Test(fsutil, fsync_off_with_zero)
+{
+	setenv("AILOOP_FSYNC", "0", 1);
+	cr_assert_not(al_fsync_enabled());
+	cr_assert_eq(al_write_atomic("f", "x", 1), 0);
+	cr_assert_str_eq(file_text("f"), "x");
+}
+
+Test(fsutil, fsync_on_with_anything_else)
+{
+	setenv("AILOOP_FSYNC", "1", 1);
+	cr_assert(al_fsync_enabled());
+}
+
+Test(fsutil, mkdirs_makes_every_level)
+{
+	char abs[PATH_MAX + 16];
+
+	cr_assert_eq(al_mkdirs("a/b/c"), 0, "%s", al_errmsg());
+	cr_assert(al_dir_exists("a/b/c"));
+	cr_assert_eq(al_mkdirs("a/b/c"), 0, "existing directories are fine");
+	cr_assert_eq(al_mkdirs("a/b/d/"), 0, "a trailing slash is fine");
+	cr_assert(al_dir_exists("a/b/d"));
+	cr_assert_eq(al_mkdirs("a//e"), 0);
+	cr_assert(al_dir_exists("a/e"));
+	snprintf(abs, sizeof(abs), "%s/x/y", unit_dir);
+	cr_assert_eq(al_mkdirs(abs), 0, "%s", al_errmsg());
+	cr_assert(al_dir_exists("x/y"));
+	cr_assert_eq(al_mkdirs("."), 0);
+}
+
+Test(fsutil, mkdirs_on_a_file_fails)
+{
+	unit_write("f", "a file");
+	cr_assert_eq(al_mkdirs("f"), AL_ERROR);
+	cr_assert_not_null(strstr(al_errmsg(), "'f'"), "%s", al_errmsg());
+	cr_assert_eq(al_mkdirs("f/sub"), AL_ERROR);
+	cr_assert_not_null(strstr(al_errmsg(), "f/sub"), "%s", al_errmsg());
+	cr_assert_eq(al_mkdirs("a/f/sub"), 0);
+	cr_assert_str_eq(file_text("f"), "a file");
+}
+
+Test(fsutil, append_line_adds_records_at_the_end)
+{
+	cr_assert_eq(al_append_line("events.jsonl", "{\"a\":1}\n", 8), 0, "%s", al_errmsg());
+	cr_assert_eq(al_append_line("events.jsonl", "{\"b\":2}\n", 8), 0);
+	cr_assert_eq(al_append_line("events.jsonl", "", 0), 0);
+	cr_assert_str_eq(file_text("events.jsonl"), "{\"a\":1}\n{\"b\":2}\n");
+	cr_assert_eq(al_append_line("missing/events.jsonl", "x\n", 2), AL_ERROR);
+	cr_assert_not_null(strstr(al_errmsg(), "missing/events.jsonl"), "%s", al_errmsg());
+}
+
+Test(fsutil, exists_and_remove)
+{
+	unit_write("f", "x");
+	cr_assert_eq(mkdir("d", 0755), 0);
+	cr_assert(al_file_exists("f"));
+	cr_assert_not(al_file_exists("d"));
+	cr_assert_not(al_file_exists("nope"));
+	cr_assert(al_dir_exists("d"));
+	cr_assert_not(al_dir_exists("f"));
+	cr_assert_not(al_dir_exists("nope"));
+	cr_assert_eq(al_remove("f"), 0);
+	cr_assert_not(exists("f"));
+	cr_assert_eq(al_remove("f"), 0, "a missing file is not an error");
+	cr_assert_eq(al_remove("d"), AL_ERROR, "a directory is not a file");
+	cr_assert(al_dir_exists("d"));
+}
+
+Test(fsutil, mkdirs_of_an_empty_path_fails)
+{
+	cr_assert_eq(al_mkdirs(""), AL_ERROR);
+	cr_assert_not_null(strstr(al_errmsg(), "''"), "%s", al_errmsg());
+}

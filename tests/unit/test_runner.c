@@ -1,0 +1,240 @@
+#include "ailoop/runner.h"
+#include "unit.h"
+
+/* The argv as one string, arguments in brackets: "[a] [b c]". */
+static char *joined(char **argv)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	for (size_t i = 0; argv[i]; i++)
+		al_strbuf_addf(&sb, "%s[%s]", i ? " " : "", argv[i]);
+	al_argv_free(argv);
+	return al_strbuf_detach(&sb, NULL);
+}
+
+static char *expand(const char *const *tmpl, enum al_prompt_mode mode,
+		    const struct al_runner_vars *vars)
+{
+	struct al_runner r = { .name = "test", .argv = tmpl, .prompt = mode };
+
+	return joined(al_runner_argv(&r, vars));
+}
+
+#define assert_expands(tmpl, mode, vars, want)                                          \
+	do {                                                                           \
+		char *got_ = expand((tmpl), (mode), (vars));                           \
+		cr_assert_str_eq(got_, (want));                                        \
+		free(got_);                                                            \
+	} while (0)
+
+static const char *const full[] = {
+	"agent", "--model={model}", "--tools", "{tools}", "--deny={disallowed-tools}",
+	"literal", NULL,
+};
+
+Test(runner, placeholders_are_expanded)
+{
+	struct al_runner_vars v = { .model = "sonnet", .tools = "Read,Write",
+				    .disallowed_tools = "Bash" };
+
+	assert_expands(full, AL_PROMPT_STDIN, &v,
+		       "[agent] [--model=sonnet] [--tools] [Read,Write] [--deny=Bash] [literal]");
+}
+
+Test(runner, arguments_whose_placeholders_are_all_empty_are_dropped)
+{
+	struct al_runner_vars none = { 0 }, empty = { .model = "", .tools = "" };
+
+	assert_expands(full, AL_PROMPT_STDIN, &none, "[agent] [--tools] [literal]");
+	assert_expands(full, AL_PROMPT_STDIN, &empty, "[agent] [--tools] [literal]");
+}
+
+Test(runner, an_argument_with_one_filled_placeholder_is_kept)
+{
+	static const char *const tmpl[] = { "x", "--pair={model}:{tools}", NULL };
+	struct al_runner_vars v = { .tools = "Read" };
+
+	assert_expands(tmpl, AL_PROMPT_STDIN, &v, "[x] [--pair=:Read]");
+	v = (struct al_runner_vars){ .model = "m", .tools = "t" };
+	assert_expands(tmpl, AL_PROMPT_STDIN, &v, "[x] [--pair=m:t]");
+}
+
+Test(runner, unknown_braces_and_literals_are_kept_as_written)
+{
+	static const char *const tmpl[] = {
+		"x", "{x}", "--opt={unknown}", "{", "}", "{model", "a{}b", "{{model}}", "",
+		"$(id)", NULL,
+	};
+	struct al_runner_vars v = { .model = "m" };
+
+	assert_expands(tmpl, AL_PROMPT_STDIN, &v,
+		       "[x] [{x}] [--opt={unknown}] [{] [}] [{model] [a{}b] [{m}] [] [$(id)]");
+	/* an unknown one is not a placeholder: the argument stays */
+	v.model = NULL;
+	assert_expands(tmpl, AL_PROMPT_STDIN, &v,
+		       "[x] [{x}] [--opt={unknown}] [{] [}] [{model] [a{}b] [] [$(id)]");
+}
+
+Test(runner, values_are_not_expanded_again)
+{
+	static const char *const tmpl[] = { "x", "--model={model}", NULL };
+	struct al_runner_vars v = { .model = "{tools} $(id)", .tools = "no" };
+
+	assert_expands(tmpl, AL_PROMPT_STDIN, &v, "[x] [--model={tools} $(id)]");
+}
+
+Test(runner, prompt_modes_append_the_prompt_or_its_file)
+{
+	static const char *const plain[] = { "agent", "-p", NULL };
+	struct al_runner_vars v = { .prompt = "Do it; don't \"stop\"\nnow",
+				    .prompt_file = "/tmp/run/prompt.md" };
+
+	assert_expands(plain, AL_PROMPT_STDIN, &v, "[agent] [-p]");
+	assert_expands(plain, AL_PROMPT_ARG, &v, "[agent] [-p] [Do it; don't \"stop\"\nnow]");
+	assert_expands(plain, AL_PROMPT_FILE, &v, "[agent] [-p] [/tmp/run/prompt.md]");
+}
+
+Test(runner, prompt_placeholders_put_it_where_the_template_says)
+{
+	static const char *const arg[] = { "agent", "--message={prompt}", "--yes", NULL };
+	static const char *const file[] = { "agent", "--file", "{prompt-file}", "--yes", NULL };
+	struct al_runner_vars v = { .prompt = "the prompt", .prompt_file = "p.md" };
+
+	assert_expands(arg, AL_PROMPT_ARG, &v, "[agent] [--message=the prompt] [--yes]");
+	assert_expands(file, AL_PROMPT_FILE, &v, "[agent] [--file] [p.md] [--yes]");
+	/* the other placeholder does not count as the prompt's place */
+	assert_expands(arg, AL_PROMPT_FILE, &v, "[agent] [--message=the prompt] [--yes] [p.md]");
+	assert_expands(file, AL_PROMPT_ARG, &v, "[agent] [--file] [p.md] [--yes] [the prompt]");
+}
+
+/* --- presets ------------------------------------------------------------ */
+
+Test(runner, the_five_presets_are_built_in)
+{
+	static const char *const names[] = { "claude", "codex", "gemini", "aider", "opencode" };
+	struct al_runners rs;
+	char *list;
+
+	al_runners_init(&rs);
+	cr_assert_eq(rs.n, 5);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++) {
+		struct al_runner *r = al_runners_find(&rs, names[i]);
+		struct al_runner_vars v = { .model = "some-model", .prompt = "p",
+					    .prompt_file = "/abs/prompt.md" };
+		char **argv;
+		bool has_model = false, has_file = false;
+
+		cr_assert_not_null(r, "%s", names[i]);
+		cr_assert_str_eq(r->name, names[i]);
+		cr_assert_not_null(r->argv);
+		cr_assert_str_eq(r->argv[0], names[i], "runs its own program");
+		cr_assert_not_null(r->install);
+		cr_assert_gt(strlen(r->install), 5, "%s has an install hint", names[i]);
+		cr_assert_null(r->pos.file, "built in");
+		argv = al_runner_argv(r, &v);
+		for (size_t k = 0; argv[k]; k++) {
+			has_model |= strstr(argv[k], "some-model") != NULL;
+			has_file |= !strcmp(argv[k], "/abs/prompt.md");
+		}
+		cr_assert(has_model, "%s passes the model", names[i]);
+		cr_assert_eq(has_file, r->prompt == AL_PROMPT_FILE, "%s", names[i]);
+		al_argv_free(argv);
+
+		/* without a model, no model flag */
+		v.model = NULL;
+		argv = al_runner_argv(r, &v);
+		for (size_t k = 0; argv[k]; k++)
+			cr_assert_null(strstr(argv[k], "{model}"), "%s: %s", names[i], argv[k]);
+		al_argv_free(argv);
+	}
+	list = al_runners_names(&rs);
+	cr_assert_str_eq(list, "claude, codex, gemini, aider, opencode");
+	free(list);
+	al_runners_release(&rs);
+	cr_assert_eq(rs.n, 0);
+}
+
+Test(runner, claude_gets_its_tools_and_the_prompt_on_stdin)
+{
+	struct al_runners rs;
+	struct al_runner_vars v = { .model = "opus", .tools = "Read,Edit",
+				    .disallowed_tools = "Bash(rm:*)", .prompt = "p" };
+	char *got;
+
+	al_runners_init(&rs);
+	got = joined(al_runner_argv(al_runners_find(&rs, "claude"), &v));
+	cr_assert_str_eq(got, "[claude] [-p] [--model=opus] [--permission-mode] [acceptEdits] "
+			      "[--allowedTools=Read,Edit] [--disallowedTools=Bash(rm:*)] "
+			      "[--output-format] [text]");
+	free(got);
+	v = (struct al_runner_vars){ 0 };
+	got = joined(al_runner_argv(al_runners_find(&rs, "claude"), &v));
+	cr_assert_str_eq(got, "[claude] [-p] [--permission-mode] [acceptEdits] "
+			      "[--output-format] [text]");
+	free(got);
+	cr_assert_eq(al_runners_find(&rs, "claude")->prompt, AL_PROMPT_STDIN);
+	al_runners_release(&rs);
+}
+
+Test(runner, aider_reads_the_prompt_file_once)
+{
+	struct al_runners rs;
+	struct al_runner_vars v = { .prompt_file = "/r/prompt.md" };
+	char *got;
+
+	al_runners_init(&rs);
+	got = joined(al_runner_argv(al_runners_find(&rs, "aider"), &v));
+	cr_assert(al_ends_with(got, "[--message-file] [/r/prompt.md]"), "%s", got);
+	cr_assert_eq(strstr(got, "/r/prompt.md"), strrchr(got, '[') + 1, "given once: %s", got);
+	free(got);
+	al_runners_release(&rs);
+}
+
+Test(runner, get_adds_and_find_finds)
+{
+	struct al_runners rs;
+	struct al_runner *r;
+	const char **argv;
+
+	al_runners_init(&rs);
+	cr_assert_null(al_runners_find(&rs, "mine"));
+	r = al_runners_get(&rs, "mine");
+	cr_assert_not_null(r);
+	cr_assert_str_eq(r->name, "mine");
+	cr_assert_null(r->argv, "a new runner is empty");
+	cr_assert_null(r->install);
+	cr_assert_eq(rs.n, 6);
+	argv = al_calloc(3, sizeof(*argv));
+	argv[0] = "my-agent";
+	argv[1] = "--go";
+	r->argv = argv;
+	r->owns_argv = true; /* freed by al_runners_release */
+	r->prompt = AL_PROMPT_ARG;
+	cr_assert_eq(al_runners_find(&rs, "mine"), r);
+	cr_assert_eq(al_runners_get(&rs, "mine"), r, "get does not add twice");
+	cr_assert_eq(rs.n, 6);
+
+	/* getting a built-in one returns it, to be overridden */
+	r = al_runners_get(&rs, "codex");
+	cr_assert_str_eq(r->argv[0], "codex");
+	cr_assert_eq(rs.n, 6);
+
+	/* many more: the earlier ones are still found */
+	for (int i = 0; i < 40; i++) {
+		static char names[40][8];
+
+		snprintf(names[i], sizeof(names[i]), "r%d", i);
+		al_runners_get(&rs, names[i]);
+	}
+	cr_assert_eq(rs.n, 46);
+	cr_assert_str_eq(al_runners_find(&rs, "mine")->argv[0], "my-agent");
+	cr_assert_not_null(al_runners_find(&rs, "r39"));
+	al_runners_release(&rs);
+}
+
+Test(runner, prompt_mode_names)
+{
+	cr_assert_str_eq(al_prompt_mode_names[AL_PROMPT_STDIN], "stdin");
+	cr_assert_str_eq(al_prompt_mode_names[AL_PROMPT_ARG], "arg");
+	cr_assert_str_eq(al_prompt_mode_names[AL_PROMPT_FILE], "file");
+}
