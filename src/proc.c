@@ -426,7 +426,7 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 		if ((rc = spawn(&cs[i])) < 0)
 			break;
 	}
-	if (rc == 0) { /* a crash while agents are at work */
+	if (rc == 0 && n) { /* a crash while agents are at work */
 		char point[300];
 
 		snprintf(point, sizeof(point), "running %s", specs[0].name ? specs[0].name

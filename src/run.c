@@ -45,30 +45,37 @@ static int ignore_unrecorded(void)
 	return al_file_exists(path) ? 0 : al_write_atomic(path, text, sizeof(text) - 1);
 }
 
+/* One past today's highest run number, counting runs that died unborn. */
+static int next_number(const char *date)
+{
+	char prefix[32];
+	DIR *d = opendir(AL_RUNS_DIR);
+	struct dirent *e;
+	int next = 1;
+
+	snprintf(prefix, sizeof(prefix), "run_%s_", date);
+	while (d && (e = readdir(d)))
+		if (al_starts_with(e->d_name, prefix) && atoi(e->d_name + strlen(prefix)) >= next)
+			next = atoi(e->d_name + strlen(prefix)) + 1;
+	if (d)
+		closedir(d);
+	return next;
+}
+
 int al_run_create(struct al_run **out, const struct al_run_state *st)
 {
 	char date[16], now[32], *id = NULL, *dir;
 	struct al_run *run;
 	time_t t = time(NULL);
 	struct tm tm;
-	char **ids;
-	size_t n;
-	int next = 1, rc;
+	int next, rc;
 
 	*out = NULL;
 	localtime_r(&t, &tm);
 	strftime(date, sizeof(date), "%Y%m%d", &tm);
-	if ((rc = al_mkdirs(AL_RUNS_DIR)) < 0 || (rc = ignore_unrecorded()) < 0 ||
-	    (rc = al_runs_list(&ids, &n)) < 0)
+	if ((rc = al_mkdirs(AL_RUNS_DIR)) < 0 || (rc = ignore_unrecorded()) < 0)
 		return rc;
-	for (size_t i = 0; i < n; i++) {
-		char prefix[32];
-
-		snprintf(prefix, sizeof(prefix), "run_%s_", date);
-		if (al_starts_with(ids[i], prefix) && atoi(ids[i] + strlen(prefix)) >= next)
-			next = atoi(ids[i] + strlen(prefix)) + 1;
-	}
-	al_runs_list_free(ids, n);
+	next = next_number(date);
 	for (;; next++) { /* mkdir is the arbiter between two ailoops starting at once */
 		free(id);
 		id = al_xprintf("run_%s_%03d", date, next);
@@ -160,27 +167,56 @@ char *al_run_lock_holder(const char *dir)
 	return holder;
 }
 
+/*
+ * flock on <dir>/lock. Two details make it exact: a holder unlinks the file
+ * before it lets go, so a lock taken on an unlinked file is taken again on
+ * the current one; and a `status` that peeks (a brief shared lock) is
+ * waited out rather than mistaken for a holder.
+ */
+static int take_lock(const char *path, int *out)
+{
+	for (int attempt = 0; attempt < 20; attempt++) {
+		struct stat held, named;
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+		if (fd < 0)
+			return al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			struct timespec ms = { 0, 5000000 };
+
+			close(fd);
+			if (errno != EWOULDBLOCK)
+				return al_err(AL_ERROR, "cannot lock '%s': %s", path, strerror(errno));
+			nanosleep(&ms, NULL);
+			continue;
+		}
+		if (fstat(fd, &held) == 0 && stat(path, &named) == 0 && held.st_ino == named.st_ino &&
+		    held.st_dev == named.st_dev) {
+			*out = fd;
+			return 0;
+		}
+		close(fd); /* the file was replaced while we waited: lock the new one */
+	}
+	return AL_ELOCKED;
+}
+
 int al_run_lock(struct al_run *run)
 {
 	struct al_strbuf path = AL_STRBUF_INIT, me = AL_STRBUF_INIT;
 	char host[256] = "localhost";
-	int fd, rc = 0;
+	int fd = -1, rc;
 
 	al_strbuf_addf(&path, "%s/lock", run->dir);
-	fd = open(path.buf, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = al_err(AL_ERROR, "cannot open '%s': %s", path.buf, strerror(errno));
-		goto done;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+	rc = take_lock(path.buf, &fd);
+	if (rc == AL_ELOCKED) {
 		char *holder = al_run_lock_holder(run->dir);
 
 		rc = al_err(AL_ELOCKED, "run %s is locked by %s", run->st.run_id,
 			    holder ? holder : "another process");
 		free(holder);
-		close(fd);
-		goto done;
 	}
+	if (rc < 0)
+		goto done;
 	/* a dead holder's flock is gone with it: its pid in the file is stale */
 	gethostname(host, sizeof(host) - 1);
 	al_strbuf_addf(&me, "ailoop pid %ld on %s\n", (long)getpid(), host);

@@ -116,10 +116,13 @@ Test(run, ids_count_up_within_a_day)
 	cr_assert_eq(al_run_create(&third, &params), 0, "%s", al_errmsg());
 	cr_assert_str_eq(third->st.run_id, id7);
 
+	/* a directory without run-state.md (a run that died unborn) is no run */
+	unit_write(".ai-loop/runs/run_20000101_042/run-state.md",
+		   "---\nrun-id: run_20000101_042\nstatus: complete\ntask: t\nflow: f\n---\n");
 	cr_assert_eq(al_runs_list(&ids, &n), 0);
-	cr_assert_eq(n, 5);
+	cr_assert_eq(n, 4);
 	cr_assert_str_eq(ids[0], id7, "newest first");
-	cr_assert_str_eq(ids[4], "run_20000101_042");
+	cr_assert_str_eq(ids[3], "run_20000101_042");
 	al_runs_list_free(ids, n);
 	al_run_free(second);
 	al_run_free(third);

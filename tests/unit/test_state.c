@@ -179,7 +179,8 @@ Test(state, damaged_node_state_names_the_file_and_key)
 	expect_damaged("iteration:", NULL, "iteration");
 	expect_damaged("iteration:", "iteration: -1", "iteration");
 	expect_damaged("iteration:", "iteration: three", "iteration");
-	expect_damaged("label:", "label: [unclosed", "o.md:4:6: ");
+	/* reported where the bracket that is never closed opens */
+	expect_damaged("label:", "label: [unclosed", "o.md:3:8: ");
 }
 
 Test(state, node_state_without_front_matter_is_damaged)
