@@ -80,11 +80,12 @@ struct al_exec;
 /* Prints how a run ended (text or JSON) and returns the exit status. */
 int al_cli_report_run(struct al_exec *ex, int rc, bool json);
 /*
- * Before a new run: if an interrupted run could be resumed, asks on a
- * terminal whether to resume it (and does) or start anew; elsewhere fails
- * naming 'ailoop resume' and --new. Returns true, with the exit status in
- * *code, when the command should stop there.
+ * Before a new run: refuses while another ailoop runs in this work tree
+ * (75); then, unless `new_run`, if an interrupted run could be resumed,
+ * asks on a terminal whether to resume it (and does) or start anew, and
+ * elsewhere fails naming 'ailoop resume' and --new. Returns true, with the
+ * exit status in *code, when the command should stop there.
  */
-bool al_cli_check_resumable(bool json, int *code);
+bool al_cli_check_resumable(bool new_run, bool json, int *code);
 
 #endif

@@ -48,12 +48,18 @@ static bool resumable(struct al_git *git, const struct al_run *run)
 	return al_status_resumable(run->st.status) || (git && last_commit_missing(git, run));
 }
 
-/* The newest resumable run that no live ailoop holds, or NULL. */
-static char *find_resumable(struct al_git *git)
+/*
+ * The newest resumable run that no live ailoop holds, or NULL. When every
+ * resumable run is held, *locked says by whom (caller frees): another
+ * ailoop is on it, which is not the same as there being nothing to resume.
+ */
+static char *find_resumable(struct al_git *git, char **locked)
 {
 	char **ids, *found = NULL;
 	size_t n;
 
+	if (locked)
+		*locked = NULL;
 	if (al_runs_list(&ids, &n) < 0)
 		return NULL;
 	for (size_t i = 0; i < n && !found; i++) {
@@ -65,10 +71,16 @@ static char *find_resumable(struct al_git *git)
 		holder = al_run_lock_holder(run->dir);
 		if (!holder && resumable(git, run))
 			found = al_strdup(ids[i]);
+		else if (holder && locked && !*locked && al_status_resumable(run->st.status))
+			*locked = al_xprintf("run %s is locked by %s", ids[i], holder);
 		free(holder);
 		al_run_free(run);
 	}
 	al_runs_list_free(ids, n);
+	if (found && locked) {
+		free(*locked);
+		*locked = NULL;
+	}
 	return found;
 }
 
@@ -128,15 +140,18 @@ static int resume(const char *id, bool force, bool json)
 	struct al_flow *flow = NULL;
 	struct al_git *git = NULL;
 	struct al_run *run = NULL;
-	char *picked = NULL, sha[65];
+	char *picked = NULL, *locked = NULL, sha[65];
 	int rc, code = 0;
 
 	if ((rc = al_git_open(&git)) < 0) {
 		code = al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
 		goto done;
 	}
-	if (!id && !(id = picked = find_resumable(git))) {
-		code = al_cli_fail(AL_EXIT_NOINPUT, "no run to resume in %s", AL_RUNS_DIR);
+	if (!id && !(id = picked = find_resumable(git, &locked))) {
+		if (locked)
+			code = al_cli_fail(AL_EXIT_TEMPFAIL, "%s", locked);
+		else
+			code = al_cli_fail(AL_EXIT_NOINPUT, "no run to resume in %s", AL_RUNS_DIR);
 		goto done;
 	}
 	if ((rc = al_run_open(&run, id)) < 0) {
@@ -206,21 +221,29 @@ done:
 	al_diags_release(&diags);
 	al_git_free(git);
 	free(picked);
+	free(locked);
 	return code;
 }
 
-bool al_cli_check_resumable(bool json, int *code)
+bool al_cli_check_resumable(bool new_run, bool json, int *code)
 {
 	struct al_git *git = NULL;
-	char *id, answer[16] = "";
+	char *id, *locked, answer[16] = "";
 
 	*code = 0;
 	if (al_git_open(&git) < 0)
 		return false;
-	id = find_resumable(git);
+	id = find_resumable(git, &locked);
 	al_git_free(git);
-	if (!id)
+	if (locked) { /* one work tree, one live run: two would commit each other's work */
+		*code = al_cli_fail(AL_EXIT_TEMPFAIL, "%s: wait for it to end, or stop it", locked);
+		free(locked);
+		return true;
+	}
+	if (!id || new_run) {
+		free(id);
 		return false;
+	}
 	if (isatty(0) && isatty(2)) {
 		fprintf(stderr, "ailoop: run %s was interrupted. Resume it (r) or start a new run "
 			"(n)? [r/n] ", id);

@@ -230,7 +230,7 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 		code = al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
 		goto done;
 	}
-	if (!o->new_run && al_cli_check_resumable(o->json, &code))
+	if (al_cli_check_resumable(o->new_run, o->json, &code))
 		goto done;
 	if (!o->allow_dirty && (rc = al_git_dirty(git, &dirty)) != 0) {
 		code = rc < 0 ? al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg())

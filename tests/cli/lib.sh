@@ -104,3 +104,30 @@ label_paths() {
 	git -C "$1" log --reverse --format='%B' |
 		awk '/^\[node-path\] /{p=$2} /^\[iteration\] /{printf "%s%s %s", sep, $2, p; sep=", "}'
 }
+
+# triples DIR: "label node-path status" of each ailoop commit, oldest first
+triples() {
+	git -C "$1" log --reverse --format=%B |
+		awk '/^\[node-path\] /{p=$2} /^\[iteration\] /{l=$2} /^\[status\] /{print l, p, $2}'
+}
+
+# code_tree DIR: the tree at HEAD without ailoop's run directories, whose
+# files record timings and resumes and so differ between runs
+code_tree() {
+	git -C "$1" ls-tree -r HEAD | grep -v '	\.ai-loop/runs/'
+}
+
+# wait_for FILE [SECONDS]: until FILE exists and is not empty
+wait_for() {
+	local i=0
+	while [ ! -s "$1" ] && [ $i -lt $((${2:-10} * 20)) ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ -s "$1" ]
+}
+
+# group_gone PGID: no process is left in that process group
+group_gone() {
+	[ -z "$(ps -o pid= -g "$1" 2>/dev/null)" ]
+}

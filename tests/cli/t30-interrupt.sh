@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Interruption: SIGINT during an actuator pauses the run (exit 3) with the
+# agent's whole process group gone, and resume finishes it as if nothing
+# had happened; a second SIGINT kills at once; a second ailoop on the same
+# run is refused (exit 75); `run` with a run to resume asks or refuses.
+. "$(dirname "$0")/lib.sh"
+
+export GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
+
+gated_repo() {
+	R=$TEST_TMP/$1
+	loop_repo "$R" a b
+	cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: fix
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator: {strategy: direct, agent: .ai-loop/agents/gated.md}
+YAML
+	commit_all "$R"
+	cd "$R"
+}
+
+# the reference: the same run, never interrupted
+gated_repo reference
+run "$AILOOP" run "fix all"
+expect_rc 0 "reference run"
+ref_triples=$(triples "$R")
+ref_tree=$(code_tree "$R")
+
+# --- SIGINT while the actuator works -------------------------------------------------
+gated_repo interrupted
+touch "$GATE"
+rm -f "$STARTED"
+"$AILOOP" run "fix all" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+pid=$!
+wait_for "$STARTED" && pass || fail "the actuator started"
+agent=$(head -1 "$STARTED")
+kill -INT "$pid"
+wait "$pid" && rc=0 || rc=$?
+expect_eq "$rc" 3 "SIGINT exits 3"
+expect_in "$(cat "$TEST_TMP/out")" "paused" "the outcome says paused"
+expect_in "$(cat "$TEST_TMP/out")" "ailoop resume" "the outcome says how to go on"
+expect_in "$(cat .ai-loop/runs/run_*/run-state.md)" "status: paused" "run-state says paused"
+group_gone "$agent" && pass || fail "the agent's process group is gone"
+[ ! -e .ai-loop/runs/run_*/lock ] || [ -z "$("$AILOOP" status --json | jq -r '.locked_by // empty')" ] &&
+	pass || fail "no live lock after the interruption"
+run "$AILOOP" status
+expect_in "$out" ": paused" "status shows paused"
+rm -f "$GATE"
+run "$AILOOP" resume
+expect_rc 0 "resume after SIGINT"
+expect_in "$err" "resuming run run_" "resume says what it continues"
+expect_eq "$(triples "$R")" "$ref_triples" "same history as without the interruption"
+expect_eq "$(code_tree "$R")" "$ref_tree" "same tree as without the interruption"
+expect_eq "$(git status --porcelain)" "" "clean tree after resume"
+run git fsck --strict
+expect_rc 0 "fsck after interrupt and resume"
+run "$AILOOP" resume
+expect_rc 66 "nothing left to resume"
+expect_in "$err" "no run to resume" "nothing-to-resume message"
+
+# --- a second SIGINT does not wait for a stubborn agent -------------------------------
+gated_repo stubborn
+touch "$GATE"
+rm -f "$STARTED"
+STUBBORN=1 "$AILOOP" run "fix all" >/dev/null 2>&1 &
+pid=$!
+wait_for "$STARTED" && pass || fail "the stubborn actuator started"
+agent=$(head -1 "$STARTED")
+kill -INT "$pid"
+sleep 0.5
+start=$(date +%s%N)
+kill -INT "$pid"
+wait "$pid" && rc=0 || rc=$?
+elapsed=$((($(date +%s%N) - start) / 1000000))
+expect_eq "$rc" 3 "second SIGINT still exits 3"
+[ "$elapsed" -lt 3000 ] && pass || fail "second SIGINT waited ${elapsed} ms for the agent"
+group_gone "$agent" && pass || fail "the stubborn agent was killed"
+expect_in "$(cat .ai-loop/runs/run_*/run-state.md)" "status: paused" "paused after the second SIGINT"
+rm -f "$GATE"
+
+# --- two resumes of one run: one proceeds, the other is refused --------------------------
+touch "$GATE"
+rm -f "$STARTED"
+"$AILOOP" resume >"$TEST_TMP/out1" 2>"$TEST_TMP/err1" &
+first=$!
+wait_for "$STARTED" && pass || fail "the first resume is at work"
+run "$AILOOP" resume
+expect_rc 75 "second resume of a locked run"
+expect_in "$err" "is locked by ailoop pid $first on " "refusal names the holder"
+run "$AILOOP" resume "$(ls .ai-loop/runs | grep run_)"
+expect_rc 75 "second resume by id"
+run "$AILOOP" run --new "meanwhile"
+expect_rc 75 "no second run in the same work tree"
+expect_in "$err" "is locked by ailoop pid $first" "a live run blocks a new one"
+rm -f "$GATE"
+wait "$first" && rc=0 || rc=$?
+expect_eq "$rc" 0 "the first resume finishes"
+expect_eq "$(triples "$R")" "$ref_triples" "history after the contested resume"
+
+# --- `ailoop run` while a run can be resumed ------------------------------------------
+gated_repo pending
+touch "$GATE"
+rm -f "$STARTED"
+"$AILOOP" run "fix all" >/dev/null 2>&1 &
+pid=$!
+wait_for "$STARTED"
+kill -TERM "$pid"
+wait "$pid" && rc=0 || rc=$?
+expect_eq "$rc" 3 "SIGTERM exits 3 too"
+rm -f "$GATE"
+run "$AILOOP" run "something else"
+expect_rc 64 "run refuses while a run can be resumed"
+expect_in "$err" "'ailoop resume'" "refusal names resume"
+expect_in "$err" "--new" "refusal names --new"
+# on a terminal it asks; "r" resumes
+run script -qec "$AILOOP run 'something else'" /dev/null <<<"r"
+expect_rc 0 "answering r on a terminal resumes"
+expect_in "$out" "Resume it (r) or start a new run (n)?" "the question"
+expect_eq "$(triples "$R")" "$ref_triples" "the resumed run finished"
+# and --new starts another
+printf 'c\n' >>todo.txt
+commit_all "$R" "more to do"
+run "$AILOOP" run --new --quiet "another"
+expect_rc 0 "--new starts a new run"
+expect_eq "$(ls .ai-loop/runs | grep -c run_)" 2 "two runs"
+
+finish
