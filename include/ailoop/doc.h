@@ -46,8 +46,9 @@ struct al_doc {
  * larger file (front matter). Returns 0, or AL_EINVALID after adding
  * diagnostics to `d`. A document whose problems leave its tree whole
  * (anchors, duplicate keys) is still returned, so that its reader can go on
- * and report the rest; after a syntax error or an alias (whose value is
- * left out) *out is NULL.
+ * and report the rest; after a syntax error, an alias (whose value is left
+ * out) or a key that is not a scalar (which has no name to read) *out is
+ * NULL.
  */
 int al_doc_parse(struct al_doc **out, struct al_diags *d, const char *file,
 		 const char *text, size_t len, int line_offset);

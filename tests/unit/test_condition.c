@@ -296,8 +296,9 @@ Test(condition, combination_mistakes)
 	parse_bad("c: {not: [a]}\n", 10, "'not' must be a mapping, not a list");
 	parse_bad("c: {all: [{key: k, operator: exists}], key: x}\n", 40,
 		  "'all' stands alone: put other checks inside it");
-	parse_bad("c: {key: x, operator: exists, any: [{key: k, operator: exists}]}\n", 31,
-		  "'any' stands alone");
+	/* wherever 'any' is written, the error is at the first key beside it */
+	parse_bad("c: {key: x, operator: exists, any: [{key: k, operator: exists}]}\n", 5,
+		  "'any' stands alone: put other checks inside it");
 	/* an error deep inside fails the whole condition, reported where it is */
 	cr_assert_null(parse("c:\n  any:\n    - not:\n        all:\n          - {key: k}\n"));
 	unit_assert_ndiags(&diags, 1);
