@@ -133,10 +133,19 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 	int rc;
 
 	ex->root = al_strdup(getcwd(cwd, sizeof(cwd)) ? cwd : ".");
+	if (ex->resuming) { /* entering nodes rewrites the stack: keep how it was */
+		ex->nresume_stack = ex->run->st.nstack;
+		ex->resume_stack = al_calloc(ex->nresume_stack + 1, sizeof(char *));
+		for (size_t i = 0; i < ex->nresume_stack; i++)
+			ex->resume_stack[i] = al_strdup(ex->run->st.stack[i]);
+	}
 	al_run_event(ex->run, ex->resuming ? "run_resume" : "run_start", "{s:s, s:s}", "run",
 		     ex->run->st.run_id, "flow", ex->run->st.flow);
 	rc = al_exec_node(ex, ex->flow->root, ex->run->st.task, NULL, false, 0, res);
-	if (rc == AL_EINTR || (rc < 0 && rc != AL_EAGENT)) {
+	if (rc < 0 && !al_dir_exists(ex->run->dir)) {
+		rc = al_err(AL_EINVALID, "the run's directory '%s' was deleted while it ran (by an "
+			    "agent?)", ex->run->dir);
+	} else if (rc == AL_EINTR || (rc < 0 && rc != AL_EAGENT)) {
 		/* resumable: the step that was running runs again */
 		free(ex->run->st.status);
 		ex->run->st.status = al_strdup("paused");
@@ -147,5 +156,10 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 	/* else the run ended, and its last commit holds its run_end event */
 	free(ex->root);
 	ex->root = NULL;
+	for (size_t i = 0; i < ex->nresume_stack; i++)
+		free(ex->resume_stack[i]);
+	free(ex->resume_stack);
+	ex->resume_stack = NULL;
+	ex->nresume_stack = 0;
 	return rc;
 }

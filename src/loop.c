@@ -479,12 +479,11 @@ static int start(struct loop *lp, const char *task, bool child_entry)
 		goto done;
 	}
 	if (ex->resuming) {
-		for (size_t i = 0; i < ex->run->st.nstack; i++) {
-			if (strcmp(ex->run->st.stack[i], lp->n->path))
+		for (size_t i = 0; i < ex->nresume_stack; i++) {
+			if (strcmp(ex->resume_stack[i], lp->n->path))
 				continue;
 			rc = al_err(AL_EINVALID, "'%s' does not hold the state of node '%s', which "
-				    "the run was executing: the run cannot continue exactly (start "
-				    "a new one with 'ailoop run --new')", lp->state_path, lp->n->path);
+				    "the run was executing", lp->state_path, lp->n->path);
 			goto done;
 		}
 	}
@@ -528,6 +527,7 @@ int al_loop_run(struct al_exec *ex, const struct al_node *n, const char *task,
 	lp.dir = al_run_node_dir(ex->run, n->path);
 	lp.state_path = path_in(&lp, "orchestrator-output.md");
 	lp.root = n == ex->flow->root;
+	lp.entry_ms = al_now_ms(); /* the node's clock: time spent before is in its state */
 	if ((rc = start(&lp, task, child_entry)) < 0)
 		goto out;
 	ex->frames[ex->nframes++] = (struct al_frame){ n, &lp.st, lp.dir, lp.task };

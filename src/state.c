@@ -140,6 +140,10 @@ int al_run_state_read(struct al_run_state *st, const char *path)
 	    (rc = need(&md, path, "task", &st->task)) < 0 ||
 	    (rc = need(&md, path, "flow", &st->flow)) < 0)
 		goto done;
+	if (strcmp(al_status_name(st->status), st->status)) { /* not one ailoop writes */
+		rc = al_err(AL_EINVALID, "'%s' is damaged: unknown status '%s'", path, st->status);
+		goto done;
+	}
 	st->active_node_path = dup_or_null(al_md_str(&md, "active-node-path"));
 	st->branch = dup_or_null(al_md_str(&md, "branch"));
 	st->base_branch = dup_or_null(al_md_str(&md, "base-branch"));

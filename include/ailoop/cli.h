@@ -76,6 +76,9 @@ struct al_flow;
  */
 int al_cli_load_flow(const char *flow_arg, struct al_diags *diags, struct al_flow **out);
 
+/* How to recover a run whose state files are damaged (on stderr). */
+void al_cli_damage_advice(const char *run_dir, const char *run_id);
+
 struct al_exec;
 /* Prints how a run ended (text or JSON) and returns the exit status. */
 int al_cli_report_run(struct al_exec *ex, int rc, bool json);

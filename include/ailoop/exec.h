@@ -43,6 +43,8 @@ struct al_exec {
 	struct al_progress *progress;
 	char *root;      /* the repository root, absolute */
 	bool resuming;   /* nodes on the run's stack must have their state */
+	char **resume_stack; /* that stack, as the run left it */
+	size_t nresume_stack;
 	size_t commits;  /* commits made by this process */
 	struct al_frame frames[AL_FLOW_MAX_DEPTH];
 	size_t nframes;

@@ -53,21 +53,26 @@ static bool resumable(struct al_git *git, const struct al_run *run)
  * resumable run is held, *locked says by whom (caller frees): another
  * ailoop is on it, which is not the same as there being nothing to resume.
  */
-static char *find_resumable(struct al_git *git, char **locked)
+static char *find_resumable(struct al_git *git, char **locked, char **damaged)
 {
 	char **ids, *found = NULL;
 	size_t n;
 
 	if (locked)
 		*locked = NULL;
+	if (damaged)
+		*damaged = NULL;
 	if (al_runs_list(&ids, &n) < 0)
 		return NULL;
 	for (size_t i = 0; i < n && !found; i++) {
 		struct al_run *run;
 		char *holder;
 
-		if (al_run_open(&run, ids[i]) < 0)
+		if (al_run_open(&run, ids[i]) < 0) {
+			if (damaged && !*damaged)
+				*damaged = al_xprintf("%s\n%s", ids[i], al_errmsg());
 			continue;
+		}
 		holder = al_run_lock_holder(run->dir);
 		if (!holder && resumable(git, run))
 			found = al_strdup(ids[i]);
@@ -80,6 +85,10 @@ static char *find_resumable(struct al_git *git, char **locked)
 	if (found && locked) {
 		free(*locked);
 		*locked = NULL;
+	}
+	if (found && damaged) {
+		free(*damaged);
+		*damaged = NULL;
 	}
 	return found;
 }
@@ -140,22 +149,37 @@ static int resume(const char *id, bool force, bool json)
 	struct al_flow *flow = NULL;
 	struct al_git *git = NULL;
 	struct al_run *run = NULL;
-	char *picked = NULL, *locked = NULL, sha[65];
+	char *picked = NULL, *locked = NULL, *damaged = NULL, sha[65];
 	int rc, code = 0;
 
 	if ((rc = al_git_open(&git)) < 0) {
 		code = al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
 		goto done;
 	}
-	if (!id && !(id = picked = find_resumable(git, &locked))) {
-		if (locked)
+	if (!id && !(id = picked = find_resumable(git, &locked, &damaged))) {
+		if (locked) {
 			code = al_cli_fail(AL_EXIT_TEMPFAIL, "%s", locked);
-		else
+		} else if (damaged) { /* the newest run we cannot read may be the one */
+			char *nl = strchr(damaged, '\n');
+
+			*nl = '\0';
+			code = al_cli_fail(AL_EXIT_DATAERR, "%s", nl + 1);
+			free(picked);
+			picked = al_xprintf("%s/%s", AL_RUNS_DIR, damaged);
+			al_cli_damage_advice(picked, damaged);
+		} else {
 			code = al_cli_fail(AL_EXIT_NOINPUT, "no run to resume in %s", AL_RUNS_DIR);
+		}
 		goto done;
 	}
 	if ((rc = al_run_open(&run, id)) < 0) {
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
+		if (rc == AL_EINVALID) {
+			char *dir = al_xprintf("%s/%s", AL_RUNS_DIR, id);
+
+			al_cli_damage_advice(dir, id);
+			free(dir);
+		}
 		goto done;
 	}
 	if ((rc = al_run_lock(run)) < 0) {
@@ -222,6 +246,7 @@ done:
 	al_git_free(git);
 	free(picked);
 	free(locked);
+	free(damaged);
 	return code;
 }
 
@@ -233,7 +258,7 @@ bool al_cli_check_resumable(bool new_run, bool json, int *code)
 	*code = 0;
 	if (al_git_open(&git) < 0)
 		return false;
-	id = find_resumable(git, &locked);
+	id = find_resumable(git, &locked, NULL);
 	al_git_free(git);
 	if (locked) { /* one work tree, one live run: two would commit each other's work */
 		*code = al_cli_fail(AL_EXIT_TEMPFAIL, "%s: wait for it to end, or stop it", locked);

@@ -163,6 +163,13 @@ static int count_run_commits(const char *oid, const char *message, int64_t time,
 	return stop;
 }
 
+void al_cli_damage_advice(const char *run_dir, const char *run_id)
+{
+	fprintf(stderr, "ailoop: the run's state is damaged; what was committed is safe. Restore "
+		"the run's files from its last commit and continue:\n"
+		"    git checkout HEAD -- %s && ailoop resume %s\n", run_dir, run_id);
+}
+
 /* Prints how the run ended and what to do with its branch; the exit status. */
 int al_cli_report_run(struct al_exec *ex, int rc, bool json)
 {
@@ -197,6 +204,10 @@ int al_cli_report_run(struct al_exec *ex, int rc, bool json)
 		printf("%s\n", text);
 		free(text);
 		json_decref(o);
+		return code;
+	}
+	if (rc == AL_EINVALID) {
+		al_cli_damage_advice(ex->run->dir, ex->run->st.run_id);
 		return code;
 	}
 	if (code == AL_EXIT_INTERRUPTED || (rc < 0 && rc != AL_EAGENT)) {

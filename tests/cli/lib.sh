@@ -12,7 +12,9 @@ export GIT_COMMITTER_NAME=test GIT_COMMITTER_EMAIL=test@example.com
 export GIT_CONFIG_NOSYSTEM=1
 
 TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/ailoop-test.XXXXXX")
-trap 'rm -rf "$TEST_TMP"' EXIT
+# only the test's own shell cleans up, not a subshell that inherits the trap
+test_shell=$$
+trap 'if [ "$BASHPID" = "$test_shell" ]; then rm -rf "$TEST_TMP"; fi' EXIT
 export HOME="$TEST_TMP/home" # no user git config leaks in
 mkdir -p "$HOME"
 failures=0

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Resume refuses what it cannot continue exactly, says why and what to do,
+# and loses nothing committed: a changed flow (unless --force), a truncated
+# or hand-edited run-state.md, a deleted node directory, an agent that
+# deletes the run directory. Each time the run can then be finished.
+. "$(dirname "$0")/lib.sh"
+
+export GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
+
+# A two-level run paused while the inner actuator works, and its reference.
+P=$TEST_TMP/paused
+loop_repo "$P" a b
+cat >"$P/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: outer
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator:
+    strategy: composite
+    child:
+      id: inner
+      type: loop
+      controller: builtin:all-pass
+      sensors: [.ai-loop/agents/sensor.md]
+      actuator: {strategy: direct, agent: .ai-loop/agents/gated.md}
+YAML
+commit_all "$P"
+cp -a "$P" "$TEST_TMP/reference"
+(cd "$TEST_TMP/reference" && "$AILOOP" run --quiet "fix" >/dev/null)
+ref_triples=$(triples "$TEST_TMP/reference")
+ref_tree=$(code_tree "$TEST_TMP/reference")
+cd "$P"
+touch "$GATE"
+rm -f "$STARTED"
+"$AILOOP" run --quiet "fix" >/dev/null 2>&1 &
+pid=$!
+wait_for "$STARTED" && pass || fail "the inner actuator started"
+kill -INT "$pid"
+wait "$pid"
+rm -f "$GATE"
+run_id=$(ls .ai-loop/runs | grep run_)
+run_dir=.ai-loop/runs/$run_id
+
+# copy NAME: a fresh copy of the paused repository to damage
+copy() {
+	R=$TEST_TMP/$1
+	cp -a "$P" "$R"
+	cd "$R"
+}
+
+finishes() {
+	run "$AILOOP" resume
+	expect_rc 0 "$1: resume finishes"
+	expect_eq "$(triples "$R")" "$ref_triples" "$1: the history is whole"
+	expect_eq "$(code_tree "$R")" "$ref_tree" "$1: the tree is the reference's"
+	run git fsck --strict
+	expect_rc 0 "$1: fsck"
+}
+
+# --- a changed flow is refused unless --force ----------------------------------------
+copy changed
+sed -i 's/^flow:/description: edited\nflow:/' .ai-loop/flow.yaml
+run "$AILOOP" resume
+expect_rc 65 "changed flow"
+expect_in "$err" ".ai-loop/flow.yaml changed since run $run_id started" "names the flow"
+expect_in "$err" "--force" "names --force"
+expect_in "$(cat "$run_dir/run-state.md")" "status: paused" "the refused resume changed nothing"
+run "$AILOOP" resume --force
+expect_rc 0 "resume --force with a changed flow"
+expect_in "$(git show "HEAD:$run_dir/run-state.md")" \
+	"flow-sha256: $(sha256sum .ai-loop/flow.yaml | cut -c1-64)" "the new flow is recorded"
+
+# --- a truncated run-state.md ----------------------------------------------------
+copy truncated
+head -c 60 "$run_dir/run-state.md" >"$TEST_TMP/cut" && mv "$TEST_TMP/cut" "$run_dir/run-state.md"
+run "$AILOOP" resume
+expect_rc 65 "truncated run-state.md"
+expect_in "$err" "$run_dir/run-state.md" "names the file"
+expect_in "$err" "git checkout HEAD -- $run_dir && ailoop resume $run_id" "says what to do"
+run "$AILOOP" resume "$run_id"
+expect_rc 65 "truncated run-state.md, by id"
+run "$AILOOP" status "$run_id"
+expect_rc 65 "status of a damaged run"
+git checkout HEAD -- "$run_dir"
+finishes "truncated"
+
+# --- a hand-edited run-state.md --------------------------------------------------------
+copy edited
+sed -i 's/^status: paused/status: sleeping/' "$run_dir/run-state.md"
+run "$AILOOP" resume "$run_id"
+expect_rc 65 "hand-edited status"
+expect_in "$err" "run-state.md' is damaged: unknown status 'sleeping'" "names the bad value"
+sed -i 's/^status: sleeping/status: paused/; /^- /d; s/^execution-stack:$/execution-stack: outer/' \
+	"$run_dir/run-state.md"
+run "$AILOOP" resume "$run_id"
+expect_rc 65 "hand-edited stack"
+expect_in "$err" "'execution-stack' is not a list" "names the bad stack"
+git checkout HEAD -- "$run_dir"
+finishes "edited"
+
+# --- a deleted node directory ---------------------------------------------------------
+copy deleted
+rm -rf "$run_dir/nodes/outer/inner"
+run "$AILOOP" resume
+expect_rc 65 "deleted node directory"
+expect_in "$err" "$run_dir/nodes/outer/inner/orchestrator-output.md' does not hold the state of node 'outer/inner'" \
+	"names the missing state"
+expect_in "$err" "git checkout HEAD -- $run_dir" "says what to do"
+git checkout HEAD -- "$run_dir"
+finishes "deleted"
+
+# --- an agent deletes .ai-loop/runs while the run goes on -------------------------------
+R=$TEST_TMP/deleter
+loop_repo "$R" a b
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: fix
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator: {strategy: direct, agent: .ai-loop/agents/deleter.md}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix"
+expect_rc 65 "an agent deleted the run directory"
+expect_in "$err" "the run's directory '.ai-loop/runs/run_" "names what was deleted"
+expect_in "$err" "was deleted while it ran" "says what happened"
+run_id=$(git show HEAD --name-only --format= | sed -n 's|^.ai-loop/runs/\(run_[0-9_]*\)/.*|\1|p' | head -1)
+expect_in "$err" "git checkout HEAD -- .ai-loop/runs/$run_id" "says how to restore it"
+expect_eq "$(triples "$R")" "0 fix running" "what was committed is still there"
+git checkout HEAD -- ".ai-loop/runs/$run_id"
+sed -i 's/deleter.md/fixer.md/' .ai-loop/flow.yaml
+run "$AILOOP" resume --force
+expect_rc 0 "the restored run finishes"
+expect_eq "$(triples "$R" | tail -1)" "2 fix complete" "to the end"
+expect_eq "$(cat todo.txt)" "" "with every item fixed"
+run git fsck --strict
+expect_rc 0 "fsck after the deletion"
+
+finish

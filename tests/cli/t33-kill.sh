@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The kill test: a three-level run of scripted agents, killed with SIGKILL
+# at many instants and resumed (again and again if killed again), must end
+# exactly like the same run left alone: the same (label, node, status)
+# sequence, no label twice and none missing, the same tree, a clean
+# `git fsck --strict`, status complete.
+#
+# Kill points: every kind of crash point ailoop has (AILOOP_CRASH_AT: state
+# and artifact writes before and after their rename, the commit staged and
+# made but not yet recorded, agents at work), spread over the whole run;
+# kills at random instants; and kills during the resume itself.
+. "$(dirname "$0")/lib.sh"
+
+T=$TEST_TMP
+loop_repo "$T/template" a b c d
+cat >"$T/template/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: release
+  type: loop
+  controller: .ai-loop/agents/planner.md
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator:
+    strategy: composite
+    child:
+      id: feature
+      type: loop
+      controller: .ai-loop/agents/planner-one.md
+      sensors: [.ai-loop/agents/sensor.md]
+      actuator:
+        strategy: composite
+        child:
+          id: step
+          type: loop
+          controller: builtin:all-pass
+          sensors: [.ai-loop/agents/sensor.md]
+          actuator: {strategy: direct, agent: .ai-loop/agents/fixer.md}
+YAML
+commit_all "$T/template"
+
+# the reference, with every crash point it passes logged
+cp -a "$T/template" "$T/reference"
+(cd "$T/reference" && AILOOP_CRASH_LOG="$T/points" "$AILOOP" run --quiet "release it" >/dev/null)
+ref_triples=$(triples "$T/reference")
+ref_tree=$(code_tree "$T/reference")
+total=$(wc -l <"$T/points")
+expect_eq "$(printf '%s\n' "$ref_triples" | wc -l)" 24 "the reference run's length"
+[ "$total" -gt 300 ] && pass || fail "only $total crash points in the reference run"
+
+tried=0 recovered=0
+
+# kill_and_resume NAME RUN-ENV RESUME-ENV: one kill point, then resumes
+kill_and_resume() {
+	local name=$1 run_env=$2 resume_env=$3 w=$T/work rc tries=0 problems=""
+	rm -rf "$w"
+	cp -a "$T/template" "$w"
+	cd "$w"
+	if [ "${run_env%% *}" = "after" ]; then # a kill at a random instant
+		"$AILOOP" run --quiet "release it" >/dev/null 2>&1 &
+		local pid=$!
+		sleep "${run_env#after }"
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null && rc=0 || rc=$?
+	else # (in a command substitution: the shell says nothing of the kill)
+		rc=$({ env $run_env "$AILOOP" run --quiet "release it" >/dev/null 2>&1; echo $?; } 2>/dev/null)
+	fi
+	while [ "$rc" -ne 0 ] && [ "$tries" -lt 5 ]; do
+		tries=$((tries + 1))
+		rc=$({ env $resume_env "$AILOOP" resume >/dev/null 2>"$T/resume.err"; echo $?; } 2>/dev/null)
+		resume_env=""
+		if [ "$rc" -eq 66 ] && grep -q "no run to resume" "$T/resume.err"; then
+			# killed before the run existed: the user runs it again
+			"$AILOOP" run --quiet "release it" >/dev/null 2>"$T/resume.err" && rc=0 || rc=$?
+		fi
+	done
+	tried=$((tried + 1))
+	[ "$rc" -eq 0 ] || problems="$problems exit=$rc($(head -c 300 "$T/resume.err"))"
+	[ "$(triples "$w")" = "$ref_triples" ] || problems="$problems history"
+	[ "$(code_tree "$w")" = "$ref_tree" ] || problems="$problems tree"
+	git fsck --strict >/dev/null 2>&1 || problems="$problems fsck"
+	[ -z "$(git status --porcelain)" ] || problems="$problems dirty"
+	[ "$("$AILOOP" status --json 2>/dev/null | jq -r .status)" = complete ] ||
+		problems="$problems status"
+	if [ -z "$problems" ]; then
+		recovered=$((recovered + 1))
+		pass
+	else
+		fail "kill at $name:$problems"
+		diff <(printf '%s\n' "$ref_triples") <(triples "$w") | head -10 >&2
+	fi
+}
+
+# 1. crash points spread evenly over the whole run
+step=$((total / 60 + 1))
+for n in $(seq 1 "$step" "$total"); do
+	kill_and_resume "point $n ($(sed -n "${n}p" "$T/points" | cut -d' ' -f2-))" \
+		"AILOOP_CRASH_AT=$n" ""
+done
+
+# 2. each kind of point at least once: between commit and state, agents at
+#    work, a file written but not renamed, a state write landed
+for kind in "committed" "staged" "running .*/logs/actuator.log" "running .*/logs/controller.log" \
+	"running .*/logs/sensor-scope.log" "before rename" "orchestrator-output.md$" \
+	"run-state.md$" "result-output.md$" "task.md$"; do
+	for n in $(grep -n " $kind" "$T/points" | cut -d: -f1 | awk 'NR % 7 == 3' | head -2); do
+		kill_and_resume "point $n ($(sed -n "${n}p" "$T/points" | cut -d' ' -f2-))" \
+			"AILOOP_CRASH_AT=$n" ""
+	done
+done
+
+# 3. killed again while resuming
+for n in 40 120 200 280; do
+	kill_and_resume "point $n, then again 5 points into the resume" \
+		"AILOOP_CRASH_AT=$n" "AILOOP_CRASH_AT=5"
+done
+
+# 4. at random instants (the reference run takes about a second)
+RANDOM=7
+for _ in $(seq 10); do
+	kill_and_resume "a random instant" "after 0.$(printf '%03d' $((RANDOM % 900 + 20)))" ""
+done
+
+echo "kill test: tried $tried kill points, $recovered recovered"
+[ "$tried" -ge 50 ] && pass || fail "only $tried kill points tried"
+finish
