@@ -66,7 +66,7 @@ char *al_proc_find(const char *prog);
 
 /*
  * Kills (SIGKILL, with their process groups) every process but this one
- * whose environment holds `entry` ("AILOOP_RUN_ID=run_…"): agents a killed
+ * whose environment holds `entry` ("AILOOP_RUN_DIR=/…"): agents a killed
  * ailoop left running, which must not go on editing the tree while the run
  * is resumed. Waits until they are gone. Returns how many were found.
  */

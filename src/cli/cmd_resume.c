@@ -99,7 +99,8 @@ static char *find_resumable(struct al_git *git, char **locked, char **damaged)
  */
 static int cleanup_after_crash(struct al_git *git, const struct al_run *run)
 {
-	char *entry = al_xprintf("AILOOP_RUN_ID=%s", run->st.run_id);
+	/* the run's directory, not its id: ids repeat from one repository to another */
+	char *entry = al_xprintf("AILOOP_RUN_DIR=%s", run->abs_dir);
 	int agents = al_proc_kill_by_env(entry), locks;
 
 	free(entry);

@@ -101,6 +101,29 @@ wait "$first" && rc=0 || rc=$?
 expect_eq "$rc" 0 "the first resume finishes"
 expect_eq "$(triples "$R")" "$ref_triples" "history after the contested resume"
 
+# --- SIGKILL of ailoop: the agent it leaves running is stopped by resume --------------
+gated_repo killed
+touch "$GATE"
+rm -f "$STARTED"
+"$AILOOP" run "fix all" >/dev/null 2>&1 &
+pid=$!
+wait_for "$STARTED" && pass || fail "the actuator of the run to kill started"
+orphan=$(head -1 "$STARTED")
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+kill -0 "$orphan" 2>/dev/null && pass || fail "the agent outlived ailoop (as it can)"
+"$AILOOP" resume >"$TEST_TMP/out1" 2>"$TEST_TMP/err1" &
+first=$!
+i=0
+while [ "$(wc -l <"$STARTED")" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+group_gone "$orphan" && pass || fail "resume stopped the agent the killed run left"
+expect_in "$(cat "$TEST_TMP/err1")" "processes the interrupted run left running" \
+	"resume says it stopped them (the agent and its sleep)"
+rm -f "$GATE"
+wait "$first" && rc=0 || rc=$?
+expect_eq "$rc" 0 "the resume after SIGKILL finishes"
+expect_eq "$(triples "$R")" "$ref_triples" "history after SIGKILL and resume"
+
 # --- `ailoop run` while a run can be resumed ------------------------------------------
 gated_repo pending
 touch "$GATE"
