@@ -51,6 +51,11 @@ int al_cli_getopt(int argc, char **argv, const char *shorts, const struct option
 		  const char *cmd, int *exit_code);
 
 void al_cli_usage(FILE *out, const struct al_command *cmd);
+/*
+ * Checks the number of operands left after the options: 0 if it is from
+ * `min` to `max`, else prints the usage of `cmd` and returns 64.
+ */
+int al_cli_operands(int argc, int min, int max, const char *cmd);
 void al_cli_help(FILE *out, const struct al_command *cmd);
 /* "ailoop: error: …" on stderr; returns `code` for `return al_cli_fail(...)`. */
 int al_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -67,6 +72,10 @@ bool al_cli_color(FILE *f);
  * frees *flow_out.
  */
 int al_cli_enter_root(const char *flow, char **flow_out);
+
+/* Enters the repository root (al_cli_enter_root) for commands without a
+ * flow. Returns 0 or the exit status, after saying why. */
+int al_cli_enter_repo(void);
 
 struct al_diags;
 struct al_flow;

@@ -33,10 +33,8 @@ int cmd_graph(int argc, char **argv)
 						   "unknown format '%s' (use mermaid or dot)", optarg);
 		}
 	}
-	if (optind < argc) {
-		al_cli_usage(stderr, al_command_find("graph"));
-		return AL_EXIT_USAGE;
-	}
+	if ((code = al_cli_operands(argc, 0, 0, "graph")))
+		return code;
 	code = al_cli_load_flow(flow_arg, &diags, &flow);
 	if (!code) {
 		al_graph_write(flow, format, &out);

@@ -83,7 +83,7 @@ int cmd_log(int argc, char **argv)
 	struct al_iteration *its = NULL;
 	struct al_git *git = NULL;
 	struct al_run *run = NULL;
-	char *ignored, *rev = NULL;
+	char *rev = NULL;
 	size_t n = 0;
 	int c, rc, code = 0;
 
@@ -96,13 +96,9 @@ int cmd_log(int argc, char **argv)
 		case 'o': oneline = true; break;
 		}
 	}
-	if (argc - optind > 1 || (branch && optind < argc)) {
-		al_cli_usage(stderr, al_command_find("log"));
-		return AL_EXIT_USAGE;
-	}
-	if (al_cli_enter_root(NULL, &ignored) < 0)
-		return al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
-	free(ignored);
+	if ((code = al_cli_operands(argc, 0, branch ? 0 : 1, "log")) ||
+	    (code = al_cli_enter_repo()))
+		return code;
 	if ((rc = al_git_open(&git)) < 0) {
 		code = al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
 		goto done;

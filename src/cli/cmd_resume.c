@@ -300,7 +300,6 @@ int cmd_resume(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	bool force = false, json = false;
-	char *ignored;
 	int c, code = 0;
 
 	while ((c = al_cli_getopt(argc, argv, "", longs, "resume", &code)) != -1) {
@@ -311,12 +310,7 @@ int cmd_resume(int argc, char **argv)
 		else if (c == 'j')
 			json = true;
 	}
-	if (argc - optind > 1) {
-		al_cli_usage(stderr, al_command_find("resume"));
-		return AL_EXIT_USAGE;
-	}
-	if (al_cli_enter_root(NULL, &ignored) < 0)
-		return al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
-	free(ignored);
+	if ((code = al_cli_operands(argc, 0, 1, "resume")) || (code = al_cli_enter_repo()))
+		return code;
 	return resume(optind < argc ? argv[optind] : NULL, force, json);
 }

@@ -333,10 +333,8 @@ int cmd_run(int argc, char **argv)
 		case 'q': o.quiet = true; break;
 		}
 	}
-	if (argc - optind > 1 || (argc == optind && !o.task_file)) {
-		al_cli_usage(stderr, al_command_find("run"));
-		return AL_EXIT_USAGE;
-	}
+	if ((code = al_cli_operands(argc, o.task_file ? 0 : 1, 1, "run")))
+		return code;
 	if ((code = read_task(optind < argc ? argv[optind] : NULL, o.task_file, &task)) != 0)
 		return code;
 	if ((code = al_cli_load_flow(o.flow, &diags, &flow)) != 0)

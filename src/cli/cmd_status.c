@@ -140,7 +140,7 @@ int cmd_status(int argc, char **argv)
 	};
 	struct nodes ns = { 0 };
 	struct al_run *run = NULL;
-	char *ignored, **ids = NULL, *holder, *nodes_dir;
+	char **ids = NULL, *holder, *nodes_dir;
 	const char *id;
 	bool json = false;
 	size_t n = 0;
@@ -151,13 +151,8 @@ int cmd_status(int argc, char **argv)
 			return code;
 		json = true;
 	}
-	if (argc - optind > 1) {
-		al_cli_usage(stderr, al_command_find("status"));
-		return AL_EXIT_USAGE;
-	}
-	if (al_cli_enter_root(NULL, &ignored) < 0)
-		return al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
-	free(ignored);
+	if ((code = al_cli_operands(argc, 0, 1, "status")) || (code = al_cli_enter_repo()))
+		return code;
 	id = optind < argc ? argv[optind] : NULL;
 	if (!id) {
 		if (al_runs_list(&ids, &n) < 0 || !n) {

@@ -50,10 +50,8 @@ int cmd_validate(int argc, char **argv)
 		if (c == 'f')
 			flow_arg = optarg;
 	}
-	if (optind < argc) {
-		al_cli_usage(stderr, al_command_find("validate"));
-		return AL_EXIT_USAGE;
-	}
+	if ((code = al_cli_operands(argc, 0, 0, "validate")))
+		return code;
 	code = al_cli_load_flow(flow_arg, &diags, &flow);
 	if (!code)
 		printf("%s: ok: %zu node%s, depth %d, %zu agent file%s\n", flow->file,

@@ -21,6 +21,16 @@ void al_cli_help(FILE *out, const struct al_command *cmd)
 	fprintf(out, "\n%s.\n\n%s", cmd->summary, cmd->help);
 }
 
+int al_cli_operands(int argc, int min, int max, const char *cmd)
+{
+	int n = argc - optind;
+
+	if (n >= min && n <= max)
+		return 0;
+	al_cli_usage(stderr, al_command_find(cmd));
+	return AL_EXIT_USAGE;
+}
+
 int al_cli_fail(int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -139,5 +149,15 @@ int al_cli_enter_root(const char *flow, char **flow_out)
 	else
 		*flow_out = al_strbuf_detach(&abs, NULL);
 	al_strbuf_release(&abs);
+	return 0;
+}
+
+int al_cli_enter_repo(void)
+{
+	char *ignored;
+
+	if (al_cli_enter_root(NULL, &ignored) < 0)
+		return al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
+	free(ignored);
 	return 0;
 }

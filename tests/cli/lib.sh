@@ -66,13 +66,34 @@ expect_eq() {
 }
 
 # new_repo DIR: a git repository with one commit, ready for ailoop.
+repos=()
 new_repo() {
+	repos+=("$1")
 	mkdir -p "$1" && git -C "$1" init -q -b main &&
 		printf 'hello\n' >"$1/README" &&
 		git -C "$1" add README && git -C "$1" commit -q -m "initial commit"
 }
 
+# check_history DIR: what every repository ailoop worked in must satisfy:
+# `git fsck --strict` is clean, and every ailoop commit (on any branch)
+# matches the patterns SPEC §6 gives readers.
+check_history() {
+	local dir=$1 bad
+	[ -d "$dir/.git" ] || return 0
+	git -C "$dir" fsck --strict >/dev/null 2>&1 && pass || fail "git fsck --strict in $dir"
+	bad=$(git -C "$dir" log --all --format=%s | grep '^ai-loop\[' |
+		grep -cvP '^ai-loop\[(.+?)\]:\s*iteration\s+(\S+)\s*(?:—|--|-)\s*(.+)$' || true)
+	[ "$bad" -eq 0 ] && pass || fail "$bad commit subjects in $dir do not match SPEC §6"
+	bad=$(git -C "$dir" log --all --format='@@@%s%n%b' |
+		awk '/^@@@/ { ours = /^@@@ai-loop\[/; next } ours && NF' |
+		grep -cvP '^\[(\w[\w-]*)\]\s*(.+)$' || true)
+	[ "$bad" -eq 0 ] && pass || fail "$bad commit body lines in $dir do not match SPEC §6"
+}
+
 finish() {
+	for repo in "${repos[@]}"; do
+		check_history "$repo"
+	done
 	if [ "$failures" -gt 0 ]; then
 		printf '%s: %d of %d checks failed\n' "$(basename "$0")" "$failures" \
 			$((failures + checks)) >&2
@@ -90,6 +111,79 @@ loop_repo() {
 	new_repo "$dir" && mkdir -p "$dir/.ai-loop/agents" &&
 		cp "$FIXTURES"/agents/* "$dir/.ai-loop/agents/" &&
 		printf '%s\n' "$@" >"$dir/todo.txt"
+}
+
+# one_loop DIR ACTUATOR [TERMINATION] [CONTROLLER] [DEFAULT]: the flow of
+# a one-level loop `fix` in DIR: the scope sensor, CONTROLLER (default
+# builtin:all-pass), ACTUATOR (a file of tests/fixtures/agents) acting
+# directly; TERMINATION ("max_iterations: 2") and one DEFAULT line
+# ("termination: {on_error: continue}") if given.
+one_loop() {
+	{
+		echo "version: 1"
+		[ -z "${5:-}" ] || printf 'defaults:\n  %s\n' "$5"
+		cat <<YAML
+flow:
+  id: fix
+  type: loop
+  controller: ${4:-builtin:all-pass}
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator: {strategy: direct, agent: .ai-loop/agents/$2}
+YAML
+		[ -z "${3:-}" ] || printf '  termination: {%s}\n' "$3"
+	} >"$1/.ai-loop/flow.yaml"
+}
+
+# two_loops DIR ACTUATOR [INNER-TERMINATION] [OUTER-TERMINATION]: `outer`
+# (builtin:all-pass over the scope sensor) whose actuator is the loop
+# `inner`, which acts through ACTUATOR
+two_loops() {
+	cat >"$1/.ai-loop/flow.yaml" <<YAML
+version: 1
+flow:
+  id: outer
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator:
+    strategy: composite
+    child:
+      id: inner
+      type: loop
+      controller: builtin:all-pass
+      sensors: [.ai-loop/agents/sensor.md]
+      actuator: {strategy: direct, agent: .ai-loop/agents/$2}
+${3:+      termination: {$3\}}
+${4:+  termination: {$4\}}
+YAML
+}
+
+# three_loops DIR: release > feature > step; the root plans
+# two items at a time, feature one, step fixes it
+three_loops() {
+	cat >"$1/.ai-loop/flow.yaml" <<YAML
+version: 1
+flow:
+  id: release
+  type: loop
+  controller: .ai-loop/agents/planner.md
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator:
+    strategy: composite
+    child:
+      id: feature
+      type: loop
+      controller: .ai-loop/agents/planner-one.md
+      sensors: [.ai-loop/agents/sensor.md]
+      actuator:
+        strategy: composite
+        child:
+          id: step
+          type: loop
+          controller: builtin:all-pass
+          sensors: [.ai-loop/agents/sensor.md]
+          actuator: {strategy: direct, agent: .ai-loop/agents/fixer.md}
+YAML
 }
 
 commit_all() {

@@ -5,16 +5,7 @@
 
 R=$TEST_TMP/repo
 loop_repo "$R" item-1 item-2 item-3
-cat >"$R/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: fix
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/fixer.md}
-  termination: {max_iterations: 5}
-YAML
+one_loop "$R" fixer.md "max_iterations: 5"
 commit_all "$R"
 cd "$R"
 

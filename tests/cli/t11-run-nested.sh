@@ -82,30 +82,10 @@ R=$TEST_TMP/three
 loop_repo "$R" a b c
 export RENDEZVOUS=$TEST_TMP/rv
 mkdir -p "$RENDEZVOUS"
-cat >"$R/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: release
-  type: loop
-  controller: .ai-loop/agents/planner.md
-  sensors: [.ai-loop/agents/sensor.md, .ai-loop/agents/meet-a.md, .ai-loop/agents/meet-b.md]
-  sensors_parallel: true
-  actuator:
-    strategy: composite
-    child:
-      id: feature
-      type: loop
-      controller: .ai-loop/agents/planner-one.md
-      sensors: [.ai-loop/agents/sensor.md]
-      actuator:
-        strategy: composite
-        child:
-          id: step
-          type: loop
-          controller: builtin:all-pass
-          sensors: [.ai-loop/agents/sensor.md]
-          actuator: {strategy: direct, agent: .ai-loop/agents/fixer.md}
-YAML
+three_loops "$R"
+# the root measures with two more sensors, all at once
+sed -i 's|^  sensors: \[\(.*\)\]$|  sensors: [\1, .ai-loop/agents/meet-a.md, .ai-loop/agents/meet-b.md]\n  sensors_parallel: true|' \
+	"$R/.ai-loop/flow.yaml"
 commit_all "$R"
 cd "$R"
 run "$AILOOP" run "release it"

@@ -8,16 +8,7 @@
 flow_repo() {
 	R=$TEST_TMP/$1
 	loop_repo "$R" a b c
-	cat >"$R/.ai-loop/flow.yaml" <<YAML
-version: 1
-flow:
-  id: fix
-  type: loop
-  controller: ${4:-builtin:all-pass}
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/$2}
-  termination: {max_iterations: ${3:-5}}
-YAML
+	one_loop "$R" "$2" "max_iterations: ${3:-5}" "${4:-}"
 	commit_all "$R"
 	cd "$R"
 }
@@ -41,24 +32,7 @@ expect_eq "$(git status --porcelain)" "" "clean tree"
 # --- max iterations in a child: the parent carries on ---------------------------
 R=$TEST_TMP/maxchild
 loop_repo "$R" a b c
-cat >"$R/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: outer
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator:
-    strategy: composite
-    child:
-      id: inner
-      type: loop
-      controller: builtin:all-pass
-      sensors: [.ai-loop/agents/sensor.md]
-      actuator: {strategy: direct, agent: .ai-loop/agents/noop.md}
-      termination: {max_iterations: 1}
-  termination: {max_iterations: 2}
-YAML
+two_loops "$R" noop.md "max_iterations: 1" "max_iterations: 2"
 commit_all "$R"
 cd "$R"
 run "$AILOOP" run "try"

@@ -6,15 +6,7 @@
 task_repo() {
 	R=$TEST_TMP/$1
 	loop_repo "$R" a
-	cat >"$R/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: fix
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/task-copy.md}
-YAML
+	one_loop "$R" task-copy.md
 	commit_all "$R"
 	cd "$R"
 }

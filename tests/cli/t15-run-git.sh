@@ -5,15 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 write_flow() {
-	cat >"$1/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: fix
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/fixer.md}
-YAML
+	one_loop "$1" fixer.md
 }
 
 # not a repository / no commit yet: exit 66

@@ -10,15 +10,7 @@ export GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
 gated_repo() {
 	R=$TEST_TMP/$1
 	loop_repo "$R" a b
-	cat >"$R/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: fix
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/gated.md}
-YAML
+	one_loop "$R" gated.md
 	commit_all "$R"
 	cd "$R"
 }
@@ -112,12 +104,15 @@ orphan=$(head -1 "$STARTED")
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 kill -0 "$orphan" 2>/dev/null && pass || fail "the agent outlived ailoop (as it can)"
+expect_in "$(cat .ai-loop/runs/run_*/lock)" "ailoop pid $pid on " "a stale lock names the dead holder"
+run "$AILOOP" status --json
+expect_eq "$(printf '%s\n' "$out" | jq -r .locked_by)" "null" "a dead holder's lock is no lock"
 "$AILOOP" resume >"$TEST_TMP/out1" 2>"$TEST_TMP/err1" &
 first=$!
 i=0
 while [ "$(wc -l <"$STARTED")" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 group_gone "$orphan" && pass || fail "resume stopped the agent the killed run left"
-expect_in "$(cat "$TEST_TMP/err1")" "processes the interrupted run left running" \
+expect_in "$(cat "$TEST_TMP/err1")" "the interrupted run left running" \
 	"resume says it stopped them (the agent and its sleep)"
 rm -f "$GATE"
 wait "$first" && rc=0 || rc=$?

@@ -11,16 +11,7 @@ touch "$GATE" # the gated actuator never finishes here
 # --- the root's timeout: exit 2 ------------------------------------------------
 R=$TEST_TMP/root
 loop_repo "$R" a b
-cat >"$R/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: fix
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/gated.md}
-  termination: {timeout_seconds: 1}
-YAML
+one_loop "$R" gated.md "timeout_seconds: 1"
 commit_all "$R"
 cd "$R"
 rm -f "$STARTED"
@@ -38,24 +29,7 @@ expect_eq "$(git status --porcelain)" "" "clean tree after a timeout"
 # --- a child's timeout: the parent re-measures and carries on ---------------------------
 R=$TEST_TMP/child
 loop_repo "$R" a b
-cat >"$R/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: outer
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator:
-    strategy: composite
-    child:
-      id: inner
-      type: loop
-      controller: builtin:all-pass
-      sensors: [.ai-loop/agents/sensor.md]
-      actuator: {strategy: direct, agent: .ai-loop/agents/gated.md}
-      termination: {timeout_seconds: 1}
-  termination: {max_iterations: 1}
-YAML
+two_loops "$R" gated.md "timeout_seconds: 1" "max_iterations: 1"
 commit_all "$R"
 cd "$R"
 run "$AILOOP" run "never done"
@@ -71,18 +45,7 @@ rm -f "$GATE"
 # --- on_error: continue carries on after an agent fails ------------------------------------
 R=$TEST_TMP/continue
 loop_repo "$R" a b
-cat >"$R/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-defaults:
-  termination: {on_error: continue}
-flow:
-  id: fix
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/failing.md}
-  termination: {max_iterations: 2}
-YAML
+one_loop "$R" failing.md "max_iterations: 2" "" "termination: {on_error: continue}"
 commit_all "$R"
 cd "$R"
 run "$AILOOP" run "keep trying"
@@ -99,18 +62,8 @@ expect_in "$(cat .ai-loop/runs/run_*/events.jsonl)" '"event":"agent_error"' "the
 # a controller that fails under continue: the actuation is skipped
 R=$TEST_TMP/continue-controller
 loop_repo "$R" a
-cat >"$R/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-defaults:
-  termination: {on_error: continue}
-flow:
-  id: fix
-  type: loop
-  controller: .ai-loop/agents/no-verdict.md
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/fixer.md}
-  termination: {max_iterations: 1}
-YAML
+one_loop "$R" fixer.md "max_iterations: 1" .ai-loop/agents/no-verdict.md \
+	"termination: {on_error: continue}"
 commit_all "$R"
 cd "$R"
 run "$AILOOP" run "decide"

@@ -10,22 +10,7 @@ export GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
 # A two-level run paused while the inner actuator works, and its reference.
 P=$TEST_TMP/paused
 loop_repo "$P" a b
-cat >"$P/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: outer
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator:
-    strategy: composite
-    child:
-      id: inner
-      type: loop
-      controller: builtin:all-pass
-      sensors: [.ai-loop/agents/sensor.md]
-      actuator: {strategy: direct, agent: .ai-loop/agents/gated.md}
-YAML
+two_loops "$P" gated.md
 commit_all "$P"
 cp -a "$P" "$TEST_TMP/reference"
 (cd "$TEST_TMP/reference" && "$AILOOP" run --quiet "fix" >/dev/null)
@@ -114,15 +99,7 @@ finishes "deleted"
 # --- an agent deletes .ai-loop/runs while the run goes on -------------------------------
 R=$TEST_TMP/deleter
 loop_repo "$R" a b
-cat >"$R/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: fix
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/deleter.md}
-YAML
+one_loop "$R" deleter.md
 commit_all "$R"
 cd "$R"
 run "$AILOOP" run "fix"

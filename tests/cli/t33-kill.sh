@@ -13,29 +13,7 @@
 
 T=$TEST_TMP
 loop_repo "$T/template" a b c d
-cat >"$T/template/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: release
-  type: loop
-  controller: .ai-loop/agents/planner.md
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator:
-    strategy: composite
-    child:
-      id: feature
-      type: loop
-      controller: .ai-loop/agents/planner-one.md
-      sensors: [.ai-loop/agents/sensor.md]
-      actuator:
-        strategy: composite
-        child:
-          id: step
-          type: loop
-          controller: builtin:all-pass
-          sensors: [.ai-loop/agents/sensor.md]
-          actuator: {strategy: direct, agent: .ai-loop/agents/fixer.md}
-YAML
+three_loops "$T/template"
 commit_all "$T/template"
 
 # the reference, with every crash point it passes logged
