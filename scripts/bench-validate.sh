@@ -18,7 +18,7 @@ mkdir -p "$tmp/.ai-loop/agents"
 printf -- '---\nname: worker\n---\nDo {task}.\n' >"$tmp/.ai-loop/agents/worker.md"
 printf -- '---\nname: checker\n---\nCheck {task}.\n' >"$tmp/.ai-loop/agents/checker.md"
 
-# flow NODES: a root sequence of NODES/4 groups of four nodes each
+# flow NODES: a root sequence of NODES/4 groups of four nodes each (NODES + 1 nodes)
 flow() {
 	awk -v groups=$(($1 / 4)) 'BEGIN {
 		print "version: 1\nflow:\n  id: root\n  type: sequence\n  children:"
@@ -44,7 +44,7 @@ cd "$tmp"
 printf '%8s %10s %12s %14s\n' nodes bytes "time (ms)" "µs per node"
 for n in 1000 2500 5000 10000; do
 	flow "$n" >"flow-$n.yaml"
-	"$AILOOP" validate --flow "flow-$n.yaml" | grep -q "ok: $((n - 1 + 1)) nodes" ||
+	"$AILOOP" validate --flow "flow-$n.yaml" | grep -q "ok: $((n + 1)) nodes" ||
 		{ echo "bench-validate: the $n-node flow did not validate" >&2; exit 1; }
 	us=$(time_validate "flow-$n.yaml")
 	printf '%8d %10d %12.1f %14.2f\n' "$n" "$(wc -c <"flow-$n.yaml")" \

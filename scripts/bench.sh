@@ -84,6 +84,19 @@ with_ailoop() {
 	echo $((t1 - t0))
 }
 
+# this machine's cost of the primitive every durable write is made of:
+# create a small file, write it, rename it into place (microseconds)
+file_cost() {
+	mkdir -p "$tmp/fs"
+	perl -MTime::HiRes=time -e '
+		chdir $ARGV[0] or die; my $n = 2000; my $t = time;
+		for my $i (1 .. $n) {
+			open(my $f, ">", "f.lock") or die; print $f "x" x 200; close $f;
+			rename("f.lock", "f" . ($i % 64)) or die;
+		}
+		printf "%.0f\n", (time - $t) / $n * 1e6;' "$tmp/fs"
+}
+
 base=$(baseline)
 printf 'agents alone:        %d iterations in %d ms (%.2f ms each)\n' "$N" \
 	$((base / 1000000)) "$(echo "$base / $N / 1000000" | bc -l)"
@@ -93,6 +106,18 @@ for fsync in 0 1; do
 		"$([ $fsync = 1 ] && echo on || echo off)" "$N" $((total / 1000000)) \
 		"$(echo "($total - $base) / $N / 1000000" | bc -l)"
 done
+
+# what an iteration writes: ailoop's own files, and git's loose objects
+make_repo "$tmp/count"
+objects_before=$(git count-objects | cut -d' ' -f1)
+AILOOP_FSYNC=0 AILOOP_CRASH_LOG="$tmp/points" "$AILOOP" run --quiet "count to $N" >/dev/null
+objects=$(($(git count-objects | cut -d' ' -f1) - objects_before))
+own=$(grep -c ' \.ai-loop/' "$tmp/points")
+us=$(file_cost)
+printf 'per iteration: %.1f files of its own and %.1f git objects; one file (create, write,\n' \
+	"$(echo "$own / $N" | bc -l)" "$(echo "$objects / $N" | bc -l)"
+printf '  rename) costs %d µs on this machine, so %.2f ms of each iteration is file creation\n' \
+	"$us" "$(echo "($own + $objects) / $N * $us / 1000" | bc -l)"
 
 if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
 	make_repo "$tmp/profile"

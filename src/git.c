@@ -89,8 +89,9 @@ int al_git_head(struct al_git *g, char **branch, char oid[AL_OID_HEX])
 }
 
 /*
- * Files of a run that never go into history: lock files, and the event
- * log, which only grows (history holds constant-size artifacts).
+ * Files of a run that never go into history: lock files; the event log,
+ * which only grows; and agents' logs and prompts (logs/), which can be
+ * large and say nothing the outputs and messages do not.
  */
 static bool unrecorded(const char *path)
 {
@@ -99,7 +100,7 @@ static bool unrecorded(const char *path)
 	base = base ? base + 1 : path;
 	return al_starts_with(path, ".ai-loop/runs/") &&
 	       (!strcmp(base, "lock") || al_ends_with(base, ".lock") ||
-		!strcmp(base, "events.jsonl"));
+		!strcmp(base, "events.jsonl") || strstr(path, "/logs/"));
 }
 
 int al_git_dirty(struct al_git *g, char **path)
@@ -276,7 +277,7 @@ static int stage_own_files(git_index *index, git_repository *repo, const char *d
 			continue;
 		al_strbuf_addf(&path, "%s/%s", dir, de->d_name);
 		if (lstat(path.buf, &st) == 0) {
-			if (S_ISDIR(st.st_mode))
+			if (S_ISDIR(st.st_mode) && strcmp(de->d_name, "logs"))
 				rc = stage_own_files(index, repo, path.buf);
 			else if (S_ISREG(st.st_mode) && !unrecorded(path.buf) &&
 				 stat_differs(git_index_get_bypath(index, path.buf, 0), &st))
