@@ -69,25 +69,38 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 	return rc;
 }
 
+void al_exec_result_head(struct al_strbuf *out, const struct al_exec *ex,
+			 const struct al_node *node, const char *status, bool target_met,
+			 int iterations)
+{
+	struct al_fm *fm = al_fm_new();
+	const char *reason = !strcmp(status, "complete") ? "target-met"
+			   : !strcmp(status, "max-iterations-reached") ? "max-iterations"
+			   : status;
+
+	al_fm_str(fm, "status", status);
+	al_fm_bool(fm, "target-met", target_met);
+	al_fm_str(fm, "termination-reason", reason);
+	al_fm_str(fm, "run-id", ex->run->st.run_id);
+	al_fm_str(fm, "node-id", node->id);
+	al_fm_str(fm, "node-path", node->path);
+	al_fm_str(fm, "parent-node-path", node->parent ? node->parent->path : "root");
+	al_fm_int(fm, "iterations-executed", iterations);
+	al_fm_finish(fm, out);
+	al_strbuf_addf(out, "\n# Result: %s\n\n", node->id);
+}
+
 /* result-output.md of a node that ended because the run failed below it. */
 static void fail_frame(struct al_exec *ex, struct al_frame *f, const char *message)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
-	struct al_fm *fm = al_fm_new();
 	char *path = al_xprintf("%s/result-output.md", f->dir), *state;
 
-	al_fm_str(fm, "status", "error");
-	al_fm_bool(fm, "target-met", false);
-	al_fm_str(fm, "termination-reason", "error");
-	al_fm_str(fm, "run-id", ex->run->st.run_id);
-	al_fm_str(fm, "node-id", f->node->id);
-	al_fm_str(fm, "node-path", f->node->path);
-	al_fm_str(fm, "parent-node-path", f->node->parent ? f->node->parent->path : "root");
-	al_fm_int(fm, "iterations-executed", f->st->iteration > 0 ? f->st->iteration - 1 : 0);
-	al_fm_finish(fm, &sb);
-	al_strbuf_addf(&sb, "\n# Result: %s\n\n## Summary\n\nStopped: the run failed below this "
-		       "node (on_error: fail-fast).\n\n## Metrics Delta\n\n(not measured)\n\n"
-		       "## Key Observations for Parent Controller\n\n%s\n", f->node->id, message);
+	al_exec_result_head(&sb, ex, f->node, "error", false,
+			    f->st->iteration > 0 ? f->st->iteration - 1 : 0);
+	al_strbuf_addf(&sb, "## Summary\n\nStopped: the run failed below this node (on_error: "
+		       "fail-fast).\n\n## Metrics Delta\n\n(not measured)\n\n"
+		       "## Key Observations for Parent Controller\n\n%s\n", message);
 	al_write_atomic(path, sb.buf, sb.len);
 	free(f->st->status);
 	f->st->status = al_strdup("error");

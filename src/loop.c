@@ -83,9 +83,7 @@ static char *summarize(const char *path, const char *fallback)
 			while (q < eol && isspace((unsigned char)*q))
 				q++;
 			if (q < eol && *q != '#' && strncmp(q, "---", 3) && strncmp(q, "```", 3)) {
-				size_t len = (size_t)(eol - q);
-
-				out = al_strndup(q, len > 100 ? 100 : len);
+				out = al_strndup(q, (size_t)(eol - q));
 				break;
 			}
 			p = nl ? nl + 1 : end;
@@ -93,44 +91,26 @@ static char *summarize(const char *path, const char *fallback)
 	}
 	if (!out)
 		out = al_strdup(s ? s : fallback);
-	if (strlen(out) > 100)
-		out[100] = '\0';
+	al_utf8_cut(out, 100); /* a commit subject, not the whole story */
 	al_md_release(&md);
 	return out;
-}
-
-static const char *termination_reason(const char *status)
-{
-	if (!strcmp(status, "complete"))
-		return "target-met";
-	if (!strcmp(status, "max-iterations-reached"))
-		return "max-iterations";
-	return status;
 }
 
 static int write_result(struct loop *lp, const char *message)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT, now = AL_STRBUF_INIT;
 	struct al_readings r;
-	struct al_fm *fm = al_fm_new();
 	char *path = path_in(lp, "result-output.md"), *ctl = path_in(lp, "controller-output.md");
 	struct al_md md = AL_MD_INIT;
 	int rc;
 
-	al_fm_str(fm, "status", lp->st.status);
-	al_fm_bool(fm, "target-met", lp->st.target_met);
-	al_fm_str(fm, "termination-reason", termination_reason(lp->st.status));
-	al_fm_str(fm, "run-id", lp->ex->run->st.run_id);
-	al_fm_str(fm, "node-id", lp->n->id);
-	al_fm_str(fm, "node-path", lp->n->path);
-	al_fm_str(fm, "parent-node-path", lp->n->parent ? lp->n->parent->path : "root");
-	al_fm_int(fm, "iterations-executed", lp->st.iteration > 0 ? lp->st.iteration - 1 : 0);
-	al_fm_finish(fm, &sb);
+	al_exec_result_head(&sb, lp->ex, lp->n, lp->st.status, lp->st.target_met,
+			    lp->st.iteration > 0 ? lp->st.iteration - 1 : 0);
 	al_sensors_read(lp->n, lp->dir, &r);
 	al_readings_line(&r, &now);
-	al_strbuf_addf(&sb, "\n# Result: %s\n\n## Summary\n\n%s\n\n## Metrics Delta\n\n"
-		       "- at entry: %s\n- now: %s\n\n## Key Observations for Parent Controller\n\n",
-		       lp->n->id, message, lp->st.initial_sensors ? lp->st.initial_sensors : "none",
+	al_strbuf_addf(&sb, "## Summary\n\n%s\n\n## Metrics Delta\n\n- at entry: %s\n- now: %s\n\n"
+		       "## Key Observations for Parent Controller\n\n", message,
+		       lp->st.initial_sensors ? lp->st.initial_sensors : "none",
 		       now.len ? now.buf : "none");
 	if (al_md_read(&md, ctl) == 0 && md.body_len) {
 		char *plan = al_md_section(md.body, md.body_len, "Action Plan");
@@ -301,8 +281,8 @@ static int all_pass(struct loop *lp, const struct al_readings *r, const char *ou
 			if (al_md_read(&md, path) == 0) {
 				size_t start = md.body_len > 2000 ? md.body_len - 2000 : 0;
 
-				while (start && md.body[start - 1] != '\n')
-					start++; /* a whole line */
+				while (start && start < md.body_len && md.body[start - 1] != '\n')
+					start++; /* from the start of a line */
 				tail = al_md_trim_lines(md.body + start, md.body_len - start);
 				al_strbuf_addf(&sb, "%s\n", tail);
 				free(tail);

@@ -212,6 +212,15 @@ bad:
 	return false;
 }
 
+void al_utf8_cut(char *s, size_t max)
+{
+	if (strlen(s) <= max)
+		return;
+	while (max && (s[max] & 0xc0) == 0x80)
+		max--; /* s[max] continues a character: cut before the character */
+	s[max] = '\0';
+}
+
 uint64_t al_hash(const char *s, size_t len)
 {
 	uint64_t h = 1469598103934665603ULL;

@@ -79,6 +79,16 @@ void al_exec_fail_frames(struct al_exec *ex, const char *message);
 
 void al_result_release(struct al_result *res);
 
+/*
+ * The front matter of a node's result-output.md (status, target-met,
+ * termination-reason, run and node ids and paths, iterations-executed) and
+ * its title; the body's sections follow.
+ */
+struct al_strbuf;
+void al_exec_result_head(struct al_strbuf *out, const struct al_exec *ex,
+			 const struct al_node *node, const char *status, bool target_met,
+			 int iterations);
+
 /* Checks that every runner the flow's agents need is installed (AL_ENORUNNER). */
 int al_exec_check_runners(const struct al_flow *flow);
 

@@ -65,6 +65,9 @@ const char *al_closest(const char *word, const char *const *candidates, size_t n
  */
 bool al_utf8_text(const char *s, size_t len, int *line, int *col);
 
+/* Shortens `s` in place to at most `max` bytes, not splitting a character. */
+void al_utf8_cut(char *s, size_t max);
+
 /* 64-bit FNV-1a. */
 uint64_t al_hash(const char *s, size_t len);
 

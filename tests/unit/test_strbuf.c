@@ -127,3 +127,16 @@ Test(util, strmap_keeps_the_first_value)
 	cr_assert_null(al_strmap_get(&map, "k1000"));
 	al_strmap_release(&map);
 }
+
+Test(util, utf8_cut_keeps_whole_characters)
+{
+	char s[] = "aé€"; /* 1 + 2 + 3 bytes */
+	char t[] = "short";
+
+	al_utf8_cut(s, 4); /* would split the euro sign */
+	cr_assert_str_eq(s, "aé");
+	al_utf8_cut(s, 2); /* would split the é */
+	cr_assert_str_eq(s, "a");
+	al_utf8_cut(t, 10);
+	cr_assert_str_eq(t, "short");
+}
