@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+static int check_runners(const struct al_flow *flow);
+
 void al_result_release(struct al_result *res)
 {
 	free(res->summary);
@@ -122,7 +124,30 @@ void al_exec_fail_frames(struct al_exec *ex, const char *message)
 	al_run_event(ex->run, "run_end", "{s:s, s:s}", "status", "error", "error", message);
 }
 
-int al_exec_check_runners(const struct al_flow *flow)
+/* Every node must be one this version of the executor runs. */
+static void find_unsupported(struct al_node *n, void *data)
+{
+	const struct al_node **bad = data;
+
+	if (!*bad && !(n->type == AL_NODE_LOOP && n->sensor_form))
+		*bad = n;
+}
+
+int al_exec_check_flow(const struct al_flow *flow)
+{
+	const struct al_node *bad = NULL;
+
+	al_flow_walk(flow->root, find_unsupported, &bad);
+	if (bad)
+		return al_err(AL_EINVALID, "%s:%d:%d: node '%s' is a %s%s node: ailoop runs "
+			      "sensor-form loops only, for now", bad->pos.file, bad->pos.line,
+			      bad->pos.col, bad->path,
+			      bad->type == AL_NODE_LOOP ? "ReAcTree-form " : "",
+			      al_node_type_name(bad->type));
+	return check_runners(flow);
+}
+
+static int check_runners(const struct al_flow *flow)
 {
 	for (size_t i = 0; i < flow->agents.n; i++) {
 		const struct al_agent *a = flow->agents.v[i];

@@ -101,8 +101,12 @@ int al_append_line(const char *path, const char *line, size_t len)
 
 int al_mkdirs(const char *path)
 {
-	char *p = al_strdup(path);
+	char *p;
 	int rc = 0;
+
+	if (*path && al_dir_exists(path))
+		return 0; /* the common case: one stat, not one mkdir a component */
+	p = al_strdup(path);
 
 	for (char *s = *p ? p + 1 : p; ; s++) { /* "" fails in mkdir, as in mkdir -p */
 		char c = *s;

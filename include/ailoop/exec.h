@@ -89,7 +89,11 @@ void al_exec_result_head(struct al_strbuf *out, const struct al_exec *ex,
 			 const struct al_node *node, const char *status, bool target_met,
 			 int iterations);
 
-/* Checks that every runner the flow's agents need is installed (AL_ENORUNNER). */
-int al_exec_check_runners(const struct al_flow *flow);
+/*
+ * Checks, before anything starts, that the executor can run the flow: every
+ * node of a type it runs (AL_EINVALID, naming the node's position), every
+ * runner the agents need installed (AL_ENORUNNER, with how to install it).
+ */
+int al_exec_check_flow(const struct al_flow *flow);
 
 #endif

@@ -161,13 +161,13 @@ static int resume(const char *id, bool force, bool json)
 		if (locked) {
 			code = al_cli_fail(AL_EXIT_TEMPFAIL, "%s", locked);
 		} else if (damaged) { /* the newest run we cannot read may be the one */
-			char *nl = strchr(damaged, '\n');
+			char *nl = strchr(damaged, '\n'), *dir;
 
 			*nl = '\0';
 			code = al_cli_fail(AL_EXIT_DATAERR, "%s", nl + 1);
-			free(picked);
-			picked = al_xprintf("%s/%s", AL_RUNS_DIR, damaged);
-			al_cli_damage_advice(picked, damaged);
+			dir = al_xprintf("%s/%s", AL_RUNS_DIR, damaged);
+			al_cli_damage_advice(dir, damaged);
+			free(dir);
 		} else {
 			code = al_cli_fail(AL_EXIT_NOINPUT, "no run to resume in %s", AL_RUNS_DIR);
 		}
@@ -213,8 +213,8 @@ static int resume(const char *id, bool force, bool json)
 		free(run->st.flow_sha256);
 		run->st.flow_sha256 = al_strdup(sha);
 	}
-	if (al_exec_check_runners(flow) < 0) {
-		code = al_cli_fail(AL_EXIT_UNAVAILABLE, "%s", al_errmsg());
+	if ((rc = al_exec_check_flow(flow)) < 0) {
+		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
 	}
 	if (al_status_resumable(run->st.status)) {

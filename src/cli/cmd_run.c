@@ -66,15 +66,6 @@ static int read_task(const char *arg, const char *file, char **out)
 	return 0;
 }
 
-/* Every node must be one this version of `ailoop run` executes. */
-static void check_executable(struct al_node *n, void *data)
-{
-	const struct al_node **bad = data;
-
-	if (!*bad && !(n->type == AL_NODE_LOOP && n->sensor_form))
-		*bad = n;
-}
-
 static void print_arg(const char *a)
 {
 	bool plain = *a != '\0';
@@ -316,9 +307,8 @@ int cmd_run(int argc, char **argv)
 	struct run_opts o = { 0 };
 	struct al_diags diags = AL_DIAGS_INIT;
 	struct al_flow *flow = NULL;
-	const struct al_node *bad = NULL;
 	char *task = NULL;
-	int c, code = 0;
+	int c, rc, code = 0;
 
 	while ((c = al_cli_getopt(argc, argv, "f:nq", longs, "run", &code)) != -1) {
 		switch (c) {
@@ -339,17 +329,8 @@ int cmd_run(int argc, char **argv)
 		return code;
 	if ((code = al_cli_load_flow(o.flow, &diags, &flow)) != 0)
 		goto done;
-	al_flow_walk(flow->root, check_executable, &bad);
-	if (bad) {
-		code = al_cli_fail(AL_EXIT_DATAERR, "%s:%d:%d: node '%s' is a %s%s node: ailoop run "
-				   "executes sensor-form loops only, for now", bad->pos.file,
-				   bad->pos.line, bad->pos.col, bad->path,
-				   bad->type == AL_NODE_LOOP ? "ReAcTree-form " : "",
-				   al_node_type_name(bad->type));
-		goto done;
-	}
-	if (al_exec_check_runners(flow) < 0) {
-		code = al_cli_fail(AL_EXIT_UNAVAILABLE, "%s", al_errmsg());
+	if ((rc = al_exec_check_flow(flow)) < 0) {
+		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
 	}
 	if (o.dry_run) {
