@@ -148,7 +148,7 @@ static int finish(struct loop *lp, const char *status, const char *message)
 	if ((rc = write_result(lp, message)) < 0)
 		return rc;
 	/* events first too: nothing may be written after the run's last commit */
-	al_run_event(lp->ex->run, "node_end", "{s:s, s:s, s:i, s:s}", "node", lp->n->path,
+	al_run_event(lp->ex->run, "node_complete", "{s:s, s:s, s:i, s:s}", "node", lp->n->path,
 		     "status", status, "iterations", lp->st.iteration > 0 ? lp->st.iteration - 1 : 0,
 		     "summary", message);
 	if (!strcmp(status, "error")) {
@@ -207,6 +207,8 @@ static int measure(struct loop *lp)
 	}
 	if (rc < 0)
 		return rc;
+	al_run_event(lp->ex->run, "sensors", "{s:s, s:s}", "node", lp->n->path, "label",
+		     lp->st.label);
 	/*
 	 * Not saved: killed before the commit, the node measures again, and a
 	 * commit that was made is found at HEAD. One state write less per step.
@@ -358,6 +360,8 @@ static int decide(struct loop *lp)
 	}
 	if (rc < 0)
 		return rc;
+	al_run_event(ex->run, "controller", "{s:s, s:s, s:b}", "node", lp->n->path, "label",
+		     lp->st.label, "target_met", met);
 	lp->st.target_met = met;
 	if (met)
 		return finish(lp, "complete", "target met");
@@ -426,6 +430,8 @@ static int actuate(struct loop *lp)
 		if (rc < 0)
 			return rc;
 	}
+	al_run_event(ex->run, "actuator", "{s:s, s:s, s:s}", "node", lp->n->path, "label",
+		     lp->st.label, "summary", summary);
 	set_str(&lp->st.summary, summary);
 	free(summary);
 	lp->st.phase = AL_PHASE_MEASURE;

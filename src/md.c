@@ -267,7 +267,8 @@ char *al_md_section(const char *body, size_t len, const char *heading)
 				h++;
 			rest = h + hlen;
 			if ((size_t)(next - h) >= hlen && !strncasecmp(h, heading, hlen)) {
-				while (rest < next && isspace((unsigned char)*rest))
+				/* "## Action Plan", "## Action Plan ##" */
+				while (rest < next && (isspace((unsigned char)*rest) || *rest == '#'))
 					rest++;
 				if (rest == next)
 					start = next;

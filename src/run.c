@@ -320,9 +320,18 @@ void al_run_event(struct al_run *run, const char *type, const char *fmt, ...)
 	json_decref(line);
 }
 
+/* Newest first: by date, then by number (which may pass 999). */
 static int cmp_desc(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)b, *(char *const *)a);
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	int dates = strncmp(y, x, strlen("run_YYYYMMDD_"));
+	long nx, ny;
+
+	if (dates)
+		return dates;
+	nx = strlen(x) > 13 ? atol(x + 13) : 0;
+	ny = strlen(y) > 13 ? atol(y + 13) : 0;
+	return ny > nx ? 1 : ny < nx ? -1 : strcmp(y, x);
 }
 
 int al_runs_list(char ***ids, size_t *n)

@@ -35,7 +35,10 @@ struct al_runners {
 void al_runners_init(struct al_runners *rs);
 void al_runners_release(struct al_runners *rs);
 struct al_runner *al_runners_find(const struct al_runners *rs, const char *name);
-/* The runner called `name`, added (empty) if it is not there yet. */
+/*
+ * The runner called `name`, added (empty) if it is not there yet. `name`
+ * is not copied: it must live as long as `rs` (the flow's document does).
+ */
 struct al_runner *al_runners_get(struct al_runners *rs, const char *name);
 /* Comma-separated names, for error messages. Caller frees. */
 char *al_runners_names(const struct al_runners *rs);

@@ -81,7 +81,12 @@ expect_in "$(cat "$node/sensor-scope-output.md")" "duration-ms: " "sensor output
 # one JSON object per line
 run jq -e . "$run_dir/events.jsonl"
 if command -v jq >/dev/null; then expect_rc 0 "events.jsonl is JSON lines"; fi
-expect_in "$(cat "$run_dir/events.jsonl")" '"event":"run_end"' "events record the end"
+expect_eq "$(jq -r .event "$run_dir/events.jsonl" | uniq | tr '\n' ' ')" \
+	"run_start node_start sensors loop_iteration controller actuator sensors loop_iteration \
+controller actuator sensors loop_iteration controller actuator sensors loop_iteration \
+controller node_complete run_end loop_iteration " "one event per step"
+expect_eq "$(jq -r 'select(.event == "controller") | .target_met' "$run_dir/events.jsonl" |
+	tr '\n' ' ')" "false false false true " "the controller's decisions"
 
 # ailoop log rebuilds the same history from the commits
 run "$AILOOP" log --json

@@ -368,3 +368,13 @@ Test(md, trim_lines_drops_blank_lines_around_but_keeps_indentation)
 	cr_assert_str_eq(s, "   x");
 	free(s);
 }
+
+Test(md, section_heading_may_close_with_hashes)
+{
+	const char body[] = "intro\n## Action Plan ##\n\nfix a\n## Notes\nx\n";
+	char *plan = al_md_section(body, sizeof(body) - 1, "Action Plan");
+
+	cr_assert_not_null(plan);
+	cr_assert_str_eq(plan, "fix a");
+	free(plan);
+}

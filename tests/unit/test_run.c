@@ -445,3 +445,23 @@ Test(run, a_lost_event_log_does_not_stop_the_run)
 	al_run_event(run, "run_start", "{s:s}", "k", "v");
 	cr_assert(al_dir_exists(run->events_path));
 }
+
+Test(run, list_orders_numbers_past_999)
+{
+	const char *names[] = { "run_20261121_999", "run_20261121_1000", "run_20261120_5000" };
+	char **ids;
+	size_t n;
+
+	for (size_t i = 0; i < 3; i++) {
+		char *p = al_xprintf(".ai-loop/runs/%s/run-state.md", names[i]);
+
+		unit_write(p, "---\nrun-id: x\nstatus: complete\ntask: t\nflow: f\n---\n");
+		free(p);
+	}
+	cr_assert_eq(al_runs_list(&ids, &n), 0);
+	cr_assert_eq(n, 3);
+	cr_assert_str_eq(ids[0], "run_20261121_1000", "newest first");
+	cr_assert_str_eq(ids[1], "run_20261121_999");
+	cr_assert_str_eq(ids[2], "run_20261120_5000");
+	al_runs_list_free(ids, n);
+}
