@@ -2,8 +2,10 @@
 # Installs the Debian packages ailoop needs to build and test, if missing.
 set -euo pipefail
 
+# to build; then what the tests and scripts use: graphviz renders graphs,
+# jq reads JSON, procps gives ps, bsdutils script (a terminal), bc sums
 packages=(build-essential cmake pkg-config git libyaml-dev libgit2-dev
-	libpcre2-dev libcriterion-dev libjansson-dev graphviz)
+	libpcre2-dev libcriterion-dev libjansson-dev graphviz jq procps bsdutils bc)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,6 +3,7 @@
 #include "ailoop/invoke.h"
 #include "ailoop/md.h"
 #include "ailoop/sensor.h"
+#include "ailoop/sha256.h"
 #include "ailoop/util.h"
 
 #include <ctype.h>
@@ -442,7 +443,7 @@ static int start(struct loop *lp, const char *task, bool child_entry)
 {
 	struct al_exec *ex = lp->ex;
 	struct al_strbuf sb = AL_STRBUF_INIT;
-	char now[32], *task_path = path_in(lp, "task.md");
+	char now[32], task_sha[65], *task_path = path_in(lp, "task.md");
 	int rc = al_node_state_read(&lp->st, lp->state_path);
 	bool ours = rc == 0 && !strcmp(lp->st.run_id, ex->run->st.run_id) &&
 		    !strcmp(lp->st.node_path, lp->n->path) &&
@@ -451,10 +452,18 @@ static int start(struct loop *lp, const char *task, bool child_entry)
 	if (rc == AL_EINVALID)
 		goto done;
 	if (ours) { /* continuing: the task it was given is on disk, byte for byte */
+		char sha[65];
+
 		rc = al_strbuf_read_file(&sb, task_path, 0);
 		if (rc < 0) {
 			rc = al_err(AL_EINVALID, "'%s' is missing: the task of node '%s' is lost",
 				    task_path, lp->n->path);
+			goto done;
+		}
+		al_sha256_hex(sb.buf, sb.len, sha);
+		if (lp->st.task_sha256 && strcmp(sha, lp->st.task_sha256)) {
+			rc = al_err(AL_EINVALID, "'%s' is damaged: it is not the task node '%s' "
+				    "was given", task_path, lp->n->path);
 			goto done;
 		}
 		lp->task = al_strbuf_detach(&sb, NULL);
@@ -487,6 +496,8 @@ static int start(struct loop *lp, const char *task, bool child_entry)
 	lp->st.child_entry = child_entry;
 	lp->st.max_iterations = lp->n->max_iterations;
 	lp->st.started_at = al_strdup(now);
+	al_sha256_hex(lp->task, strlen(lp->task), task_sha);
+	lp->st.task_sha256 = al_strdup(task_sha);
 	if ((rc = al_mkdirs(lp->dir)) < 0 ||
 	    (rc = al_write_atomic(task_path, lp->task, strlen(lp->task))) < 0 || (rc = save(lp)) < 0)
 		goto done;

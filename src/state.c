@@ -54,6 +54,7 @@ int al_node_state_read(struct al_node_state *st, const char *path)
 	st->summary = dup_or_null(al_md_str(&md, "summary"));
 	st->started_at = dup_or_null(al_md_str(&md, "started-at"));
 	st->initial_sensors = dup_or_null(al_md_str(&md, "initial-sensors"));
+	st->task_sha256 = dup_or_null(al_md_str(&md, "task-sha256"));
 	phase = al_md_str(&md, "phase");
 	for (st->phase = 0; phase && st->phase < 4; st->phase++)
 		if (!strcmp(phase, al_phase_names[st->phase]))
@@ -100,6 +101,7 @@ int al_node_state_write(const struct al_node_state *st, const char *path, const 
 	al_fm_int(fm, "elapsed-ms", st->elapsed_ms);
 	al_fm_str(fm, "started-at", st->started_at);
 	al_fm_str(fm, "initial-sensors", st->initial_sensors);
+	al_fm_str(fm, "task-sha256", st->task_sha256);
 	al_fm_finish(fm, &sb);
 	al_strbuf_addf(&sb, "\n# Task (setpoint)\n\n%s\n", task ? task : "");
 	rc = al_write_atomic(path, sb.buf, sb.len);
@@ -118,6 +120,7 @@ void al_node_state_release(struct al_node_state *st)
 	free(st->summary);
 	free(st->started_at);
 	free(st->initial_sensors);
+	free(st->task_sha256);
 	memset(st, 0, sizeof(*st));
 }
 

@@ -36,6 +36,7 @@ struct al_node_state {
 	int64_t elapsed_ms; /* time spent on the node, for its timeout */
 	char *started_at;
 	char *initial_sensors; /* the [sensors] of iteration 0, for the result */
+	char *task_sha256;     /* of task.md, so that a damaged one is noticed */
 };
 
 /* Reads a node's state. AL_ENOTFOUND if absent, AL_EINVALID if damaged. */

@@ -85,6 +85,16 @@ expect_in "$err" "'execution-stack' is not a list" "names the bad stack"
 git checkout HEAD -- "$run_dir"
 finishes "edited"
 
+# --- a truncated task ------------------------------------------------------------
+copy task
+printf -- '- ' >"$run_dir/nodes/outer/inner/task.md"
+run "$AILOOP" resume
+expect_rc 65 "truncated task.md"
+expect_in "$err" "nodes/outer/inner/task.md' is damaged: it is not the task node 'outer/inner' was given" \
+	"names the task file"
+git checkout HEAD -- "$run_dir"
+finishes "task"
+
 # --- a deleted node directory ---------------------------------------------------------
 copy deleted
 rm -rf "$run_dir/nodes/outer/inner"
