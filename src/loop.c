@@ -135,11 +135,7 @@ static int write_result(struct loop *lp, const char *message)
 	return rc;
 }
 
-/*
- * The node has ended: record how, and move to its last commit. The run's
- * own status is written first when this is the root, or when on_error
- * fail-fast ends the run here, so that the last commit carries it.
- */
+/* The node has ended: record how, and move to its last commit. */
 static int finish(struct loop *lp, const char *status, const char *message)
 {
 	int rc;
@@ -148,20 +144,33 @@ static int finish(struct loop *lp, const char *status, const char *message)
 	set_str(&lp->st.summary, message);
 	if ((rc = write_result(lp, message)) < 0)
 		return rc;
-	/* events first too: nothing may be written after the run's last commit */
+	lp->st.phase = AL_PHASE_COMMIT;
+	return save(lp);
+}
+
+/*
+ * Before a node's last commit: when it ends the run (the root, or an error
+ * with on_error fail-fast), the run's final status and events are written
+ * now, so that the commit carries them and nothing is written after it.
+ * Done in the commit step, after the node's own final state, so that a run
+ * killed anywhere in between redoes it on resume.
+ */
+static int before_last_commit(struct loop *lp)
+{
+	const char *status = lp->st.status, *message = lp->st.summary ? lp->st.summary : "";
+
 	al_run_event(lp->ex->run, "node_complete", "{s:s, s:s, s:i, s:s}", "node", lp->n->path,
 		     "status", status, "iterations", lp->st.iteration > 0 ? lp->st.iteration - 1 : 0,
 		     "summary", message);
 	if (!strcmp(status, "error")) {
 		al_exec_fail_frames(lp->ex, message);
-	} else if (lp->root) {
-		set_str(&lp->ex->run->st.status, status);
-		if ((rc = al_run_save(lp->ex->run)) < 0)
-			return rc;
-		al_run_event(lp->ex->run, "run_end", "{s:s}", "status", status);
+		return 0;
 	}
-	lp->st.phase = AL_PHASE_COMMIT;
-	return save(lp);
+	if (!lp->root)
+		return 0;
+	set_str(&lp->ex->run->st.status, status);
+	al_run_event(lp->ex->run, "run_end", "{s:s}", "status", status);
+	return al_run_save(lp->ex->run);
 }
 
 /* An agent failed: fail-fast ends the node (and run); continue moves on. */
@@ -233,7 +242,9 @@ static int commit(struct loop *lp, bool *done)
 				       lp->st.summary ? lp->st.summary : "-" };
 	al_run_event(lp->ex->run, "loop_iteration", "{s:s, s:s, s:s, s:s}", "node", lp->n->path,
 		     "label", lp->st.label, "status", lp->st.status, "sensors", line.buf);
-	rc = al_exec_commit(lp->ex, &f, lp->resumed);
+	rc = al_node_state_final(&lp->st) ? before_last_commit(lp) : 0;
+	if (rc == 0)
+		rc = al_exec_commit(lp->ex, &f, lp->resumed);
 	lp->resumed = false;
 	if (rc == 0 && lp->st.iteration == 0)
 		set_str(&lp->st.initial_sensors, line.len ? line.buf : "none");

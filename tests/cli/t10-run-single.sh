@@ -84,7 +84,7 @@ if command -v jq >/dev/null; then expect_rc 0 "events.jsonl is JSON lines"; fi
 expect_eq "$(jq -r .event "$run_dir/events.jsonl" | uniq | tr '\n' ' ')" \
 	"run_start node_start sensors loop_iteration controller actuator sensors loop_iteration \
 controller actuator sensors loop_iteration controller actuator sensors loop_iteration \
-controller node_complete run_end loop_iteration " "one event per step"
+controller loop_iteration node_complete run_end " "one event per step"
 expect_eq "$(jq -r 'select(.event == "controller") | .target_met' "$run_dir/events.jsonl" |
 	tr '\n' ' ')" "false false false true " "the controller's decisions"
 

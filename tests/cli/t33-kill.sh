@@ -47,8 +47,12 @@ kill_and_resume() {
 		rc=$({ env $resume_env "$AILOOP" resume >/dev/null 2>"$T/resume.err"; echo $?; } 2>/dev/null)
 		resume_env=""
 		if [ "$rc" -eq 66 ] && grep -q "no run to resume" "$T/resume.err"; then
-			# killed before the run existed: the user runs it again
-			"$AILOOP" run --quiet "release it" >/dev/null 2>"$T/resume.err" && rc=0 || rc=$?
+			if "$AILOOP" status >/dev/null 2>&1; then
+				rc=0 # killed after its last commit: the run is over
+			else # killed before the run existed: the user runs it again
+				"$AILOOP" run --quiet "release it" >/dev/null 2>"$T/resume.err" &&
+					rc=0 || rc=$?
+			fi
 		fi
 	done
 	tried=$((tried + 1))
@@ -86,13 +90,20 @@ for kind in "committed" "staged" "running .*/logs/actuator.log" "running .*/logs
 	done
 done
 
-# 3. killed again while resuming
+# 3. every point of the run's start and end, where the run and its branch
+#    are made and its final status is written: the most delicate instants
+for n in $(seq 1 12) $(seq $((total - 11)) "$total"); do
+	kill_and_resume "point $n ($(sed -n "${n}p" "$T/points" | cut -d' ' -f2-))" \
+		"AILOOP_CRASH_AT=$n" ""
+done
+
+# 4. killed again while resuming
 for n in 40 120 200 280; do
 	kill_and_resume "point $n, then again 5 points into the resume" \
 		"AILOOP_CRASH_AT=$n" "AILOOP_CRASH_AT=5"
 done
 
-# 4. at random instants (the reference run takes about a second)
+# 5. at random instants (the reference run takes about a second)
 RANDOM=7
 for _ in $(seq 10); do
 	kill_and_resume "a random instant" "after 0.$(printf '%03d' $((RANDOM % 900 + 20)))" ""
