@@ -109,6 +109,38 @@ for _ in $(seq 10); do
 	kill_and_resume "a random instant" "after 0.$(printf '%03d' $((RANDOM % 900 + 20)))" ""
 done
 
+# 6. a run that ends in error (on_error fail-fast), killed at every point
+#    it has: the error's last commit, and the results and run status that
+#    go with it, must be there exactly once whatever the instant
+loop_repo "$T/failing" a b
+two_loops "$T/failing" failing.md
+commit_all "$T/failing"
+cp -a "$T/failing" "$T/failing-ref"
+(cd "$T/failing-ref" && AILOOP_CRASH_LOG="$T/failing-points" "$AILOOP" run --quiet x >/dev/null 2>&1)
+fail_triples=$(triples "$T/failing-ref")
+expect_eq "$(printf '%s\n' "$fail_triples" | tail -1)" "1.1 outer/inner error" "the failing reference"
+for n in $(seq 1 "$(wc -l <"$T/failing-points")"); do
+	w=$T/work
+	rm -rf "$w"
+	cp -a "$T/failing" "$w"
+	cd "$w"
+	rc=$({ AILOOP_CRASH_AT=$n "$AILOOP" run --quiet x >/dev/null 2>&1; echo $?; } 2>/dev/null)
+	for _ in 1 2 3; do
+		[ "$rc" -eq 137 ] || [ "$rc" -eq 0 ] || break
+		rc=$({ "$AILOOP" resume >/dev/null 2>&1; echo $?; } 2>/dev/null)
+	done
+	[ "$rc" -eq 66 ] && ! "$AILOOP" status >/dev/null 2>&1 &&
+		rc=$({ "$AILOOP" run --quiet x >/dev/null 2>&1; echo $?; } 2>/dev/null)
+	tried=$((tried + 1))
+	if [ "$(triples "$w")" = "$fail_triples" ] && [ -z "$(git status --porcelain)" ] &&
+		[ "$("$AILOOP" status --json | jq -r .status)" = error ]; then
+		recovered=$((recovered + 1))
+		pass
+	else
+		fail "kill at point $n of the failing run ($(sed -n "${n}p" "$T/failing-points"))"
+	fi
+done
+
 echo "kill test: tried $tried kill points, $recovered recovered"
 [ "$tried" -ge 50 ] && pass || fail "only $tried kill points tried"
 finish
