@@ -495,3 +495,57 @@ int al_git_clear_stale_locks(struct al_git *g, const char *branch)
 	}
 	return removed;
 }
+
+static void push_name(char ***names, size_t *n, size_t *alloc, const char *name)
+{
+	AL_GROW(*names, *n, *alloc);
+	(*names)[(*n)++] = al_strdup(name);
+}
+
+int al_git_branches(struct al_git *g, const char *prefix, char ***names, size_t *n)
+{
+	git_branch_iterator *it = NULL;
+	git_reference *ref;
+	git_branch_t type;
+	size_t alloc = 0;
+	int err;
+
+	*names = NULL;
+	*n = 0;
+	if (git_branch_iterator_new(&it, g->repo, GIT_BRANCH_LOCAL) < 0)
+		return fail("cannot list the branches");
+	while ((err = git_branch_next(&ref, &type, it)) == 0) {
+		const char *name = git_reference_shorthand(ref);
+
+		if (al_starts_with(name, prefix))
+			push_name(names, n, &alloc, name);
+		git_reference_free(ref);
+	}
+	git_branch_iterator_free(it);
+	return err == GIT_ITEROVER ? 0 : fail("cannot list the branches");
+}
+
+int al_git_ls(struct al_git *g, const char *rev, const char *dir, char ***names, size_t *n)
+{
+	git_object *obj = NULL;
+	git_tree *tree = NULL, *sub = NULL;
+	git_tree_entry *entry = NULL;
+	size_t alloc = 0;
+
+	*names = NULL;
+	*n = 0;
+	if (git_revparse_single(&obj, g->repo, rev) < 0 ||
+	    git_object_peel((git_object **)&tree, obj, GIT_OBJECT_TREE) < 0) {
+		git_object_free(obj);
+		return al_err(AL_ENOTFOUND, "no revision '%s'", rev);
+	}
+	if (git_tree_entry_bypath(&entry, tree, dir) == 0 &&
+	    git_tree_lookup(&sub, g->repo, git_tree_entry_id(entry)) == 0)
+		for (size_t i = 0; i < git_tree_entrycount(sub); i++)
+			push_name(names, n, &alloc, git_tree_entry_name(git_tree_entry_byindex(sub, i)));
+	git_tree_free(sub);
+	git_tree_entry_free(entry);
+	git_tree_free(tree);
+	git_object_free(obj);
+	return 0;
+}

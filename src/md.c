@@ -175,9 +175,8 @@ void al_fm_finish(struct al_fm *fm, struct al_strbuf *out)
 int al_md_read(struct al_md *md, const char *path)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
-	const char *fm;
-	size_t fm_len;
-	int line;
+	size_t len;
+	char *text;
 
 	if (al_strbuf_read_file(&sb, path, 64u << 20) < 0) {
 		int e = errno;
@@ -187,7 +186,18 @@ int al_md_read(struct al_md *md, const char *path)
 			return al_err(AL_ENOTFOUND, "'%s' does not exist", path);
 		return al_err(AL_ERROR, "cannot read '%s': %s", path, strerror(e));
 	}
-	md->text = al_strbuf_detach(&sb, &md->len);
+	text = al_strbuf_detach(&sb, &len);
+	return al_md_parse(md, path, text, len);
+}
+
+int al_md_parse(struct al_md *md, const char *path, char *text, size_t len)
+{
+	const char *fm;
+	size_t fm_len;
+	int line;
+
+	md->text = text;
+	md->len = len;
 	if (!al_split_front_matter(md->text, md->len, &fm, &fm_len, &line, &md->body,
 				   &md->body_len))
 		return al_err(AL_EINVALID, "%s:1:1: front matter opened with '---' is never closed",

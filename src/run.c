@@ -320,18 +320,21 @@ void al_run_event(struct al_run *run, const char *type, const char *fmt, ...)
 	json_decref(line);
 }
 
-/* Newest first: by date, then by number (which may pass 999). */
-static int cmp_desc(const void *a, const void *b)
+int al_run_id_cmp(const char *x, const char *y)
 {
-	const char *x = *(char *const *)a, *y = *(char *const *)b;
-	int dates = strncmp(y, x, strlen("run_YYYYMMDD_"));
+	int dates = strncmp(x, y, strlen("run_YYYYMMDD_"));
 	long nx, ny;
 
 	if (dates)
 		return dates;
-	nx = strlen(x) > 13 ? atol(x + 13) : 0;
+	nx = strlen(x) > 13 ? atol(x + 13) : 0; /* the number may pass 999 */
 	ny = strlen(y) > 13 ? atol(y + 13) : 0;
-	return ny > nx ? 1 : ny < nx ? -1 : strcmp(y, x);
+	return nx > ny ? 1 : nx < ny ? -1 : strcmp(x, y);
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	return al_run_id_cmp(*(char *const *)b, *(char *const *)a);
 }
 
 int al_runs_list(char ***ids, size_t *n)

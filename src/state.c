@@ -129,31 +129,29 @@ bool al_node_state_final(const struct al_node_state *st)
 	return st->status && strcmp(st->status, "running") != 0;
 }
 
-int al_run_state_read(struct al_run_state *st, const char *path)
+/* The fields of a run-state.md that `md` holds (read with result `rc`). */
+static int run_state_from(struct al_run_state *st, struct al_md *md, const char *path, int rc)
 {
-	struct al_md md = AL_MD_INIT;
 	const struct al_val *stack;
-	int rc;
 
-	memset(st, 0, sizeof(*st));
-	if ((rc = al_md_read(&md, path)) < 0)
+	if (rc < 0)
 		goto done;
-	if ((rc = need(&md, path, "run-id", &st->run_id)) < 0 ||
-	    (rc = need(&md, path, "status", &st->status)) < 0 ||
-	    (rc = need(&md, path, "task", &st->task)) < 0 ||
-	    (rc = need(&md, path, "flow", &st->flow)) < 0)
+	if ((rc = need(md, path, "run-id", &st->run_id)) < 0 ||
+	    (rc = need(md, path, "status", &st->status)) < 0 ||
+	    (rc = need(md, path, "task", &st->task)) < 0 ||
+	    (rc = need(md, path, "flow", &st->flow)) < 0)
 		goto done;
 	if (strcmp(al_status_name(st->status), st->status)) { /* not one ailoop writes */
 		rc = al_err(AL_EINVALID, "'%s' is damaged: unknown status '%s'", path, st->status);
 		goto done;
 	}
-	st->active_node_path = dup_or_null(al_md_str(&md, "active-node-path"));
-	st->branch = dup_or_null(al_md_str(&md, "branch"));
-	st->base_branch = dup_or_null(al_md_str(&md, "base-branch"));
-	st->flow_sha256 = dup_or_null(al_md_str(&md, "flow-sha256"));
-	st->started_at = dup_or_null(al_md_str(&md, "started-at"));
-	st->updated_at = dup_or_null(al_md_str(&md, "updated-at"));
-	stack = al_md_get(&md, "execution-stack");
+	st->active_node_path = dup_or_null(al_md_str(md, "active-node-path"));
+	st->branch = dup_or_null(al_md_str(md, "branch"));
+	st->base_branch = dup_or_null(al_md_str(md, "base-branch"));
+	st->flow_sha256 = dup_or_null(al_md_str(md, "flow-sha256"));
+	st->started_at = dup_or_null(al_md_str(md, "started-at"));
+	st->updated_at = dup_or_null(al_md_str(md, "updated-at"));
+	stack = al_md_get(md, "execution-stack");
 	if (stack && stack->kind == AL_VAL_SEQ) {
 		st->stack = al_calloc(stack->n + 1, sizeof(*st->stack));
 		for (size_t i = 0; i < stack->n; i++)
@@ -165,9 +163,26 @@ int al_run_state_read(struct al_run_state *st, const char *path)
 done:
 	if (rc < 0)
 		al_run_state_release(st);
-	al_md_release(&md);
+	al_md_release(md);
 	return rc;
 }
+
+int al_run_state_read(struct al_run_state *st, const char *path)
+{
+	struct al_md md = AL_MD_INIT;
+
+	memset(st, 0, sizeof(*st));
+	return run_state_from(st, &md, path, al_md_read(&md, path));
+}
+
+int al_run_state_parse(struct al_run_state *st, const char *name, const char *text, size_t len)
+{
+	struct al_md md = AL_MD_INIT;
+
+	memset(st, 0, sizeof(*st));
+	return run_state_from(st, &md, name, al_md_parse(&md, name, al_strndup(text, len), len));
+}
+
 
 int al_run_state_write(struct al_run_state *st, const char *path)
 {

@@ -93,6 +93,13 @@ char *al_xprintf(const char *fmt, ...)
 	return al_strbuf_detach(&sb, NULL);
 }
 
+void al_strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 bool al_starts_with(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;

@@ -68,6 +68,11 @@ int al_git_walk(struct al_git *g, const char *rev, const char *hide, al_git_walk
  */
 int al_git_clear_stale_locks(struct al_git *g, const char *branch);
 
+/* Local branches whose names start with `prefix`. Free with al_strv_free. */
+int al_git_branches(struct al_git *g, const char *prefix, char ***names, size_t *n);
+/* The names in directory `dir` of the tree of `rev` (none if it is absent). */
+int al_git_ls(struct al_git *g, const char *rev, const char *dir, char ***names, size_t *n);
+
 /* The content of `path` in the tree of `rev`. AL_ENOTFOUND if absent. */
 int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_strbuf *out);
 

@@ -47,6 +47,8 @@ struct al_md {
  * as FILE:LINE:COL). Release with al_md_release() in every case.
  */
 int al_md_read(struct al_md *md, const char *path);
+/* The same for text read elsewhere (a blob of history): takes `text`. */
+int al_md_parse(struct al_md *md, const char *path, char *text, size_t len);
 void al_md_release(struct al_md *md);
 
 /* A top-level front matter value, or NULL. */

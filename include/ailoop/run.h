@@ -57,6 +57,9 @@ char *al_run_node_dir(const struct al_run *run, const char *node_path);
  */
 void al_run_event(struct al_run *run, const char *type, const char *fmt, ...);
 
+/* Orders run ids by date, then number: > 0 if `a` is the newer. */
+int al_run_id_cmp(const char *a, const char *b);
+
 /* Run ids under .ai-loop/runs, newest first. */
 int al_runs_list(char ***ids, size_t *n);
 void al_runs_list_free(char **ids, size_t n);

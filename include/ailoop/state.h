@@ -62,6 +62,8 @@ struct al_run_state {
 };
 
 int al_run_state_read(struct al_run_state *st, const char *path);
+/* The same from text read elsewhere (a branch's copy); `name` for messages. */
+int al_run_state_parse(struct al_run_state *st, const char *name, const char *text, size_t len);
 /* Sets updated-at to now and writes. */
 int al_run_state_write(struct al_run_state *st, const char *path);
 void al_run_state_release(struct al_run_state *st);

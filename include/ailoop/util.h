@@ -53,6 +53,9 @@ char *al_xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool al_starts_with(const char *s, const char *prefix);
 bool al_ends_with(const char *s, const char *suffix);
 
+/* Frees `n` strings and the array that holds them. */
+void al_strv_free(char **v, size_t n);
+
 /* Edit distance, for "did you mean" hints. */
 size_t al_levenshtein(const char *a, const char *b);
 /* The candidate closest to `word` if it is close enough to be a likely typo. */

@@ -94,6 +94,55 @@ static char *find_resumable(struct al_git *git, char **locked, char **damaged)
 }
 
 /*
+ * A run interrupted on a branch that is not checked out: its directory is
+ * in that branch's history only, whose tip records it as still running.
+ * Returns the newest such run's id (or run `wanted`'s), caller frees, and
+ * its branch.
+ */
+static char *find_on_branches(struct al_git *git, const char *wanted, char **branch)
+{
+	char **branches, *found = NULL;
+	size_t nb;
+
+	*branch = NULL;
+	if (al_git_branches(git, "ai-loop/", &branches, &nb) < 0)
+		return NULL;
+	for (size_t b = 0; b < nb; b++) {
+		char *rev = al_xprintf("refs/heads/%s", branches[b]), **ids;
+		size_t n;
+
+		if (al_git_ls(git, rev, AL_RUNS_DIR, &ids, &n) < 0)
+			n = 0;
+		for (size_t i = 0; i < n; i++) {
+			struct al_strbuf text = AL_STRBUF_INIT;
+			struct al_run_state st;
+			char *path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, ids[i]);
+
+			if (al_starts_with(ids[i], "run_") && !al_file_exists(path) &&
+			    (!wanted || !strcmp(wanted, ids[i])) &&
+			    al_git_read(git, rev, path, &text) == 0 &&
+			    al_run_state_parse(&st, path, text.buf, text.len) == 0) {
+				if (al_status_resumable(st.status) && st.branch &&
+				    !strcmp(st.branch, branches[b]) &&
+				    (!found || al_run_id_cmp(ids[i], found) > 0)) {
+					free(found);
+					free(*branch);
+					found = al_strdup(ids[i]);
+					*branch = al_strdup(branches[b]);
+				}
+				al_run_state_release(&st);
+			}
+			al_strbuf_release(&text);
+			free(path);
+		}
+		al_strv_free(ids, n);
+		free(rev);
+	}
+	al_strv_free(branches, nb);
+	return found;
+}
+
+/*
  * What a killed ailoop can leave behind: agents still at work, and git
  * lock files that would refuse every commit.
  */
@@ -141,6 +190,15 @@ done:
 	return rc;
 }
 
+static bool run_here(const char *id)
+{
+	char *path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, id);
+	bool here = al_file_exists(path);
+
+	free(path);
+	return here;
+}
+
 static int resume(const char *id, bool force, bool json)
 {
 	struct al_diags diags = AL_DIAGS_INIT;
@@ -150,14 +208,28 @@ static int resume(const char *id, bool force, bool json)
 	struct al_flow *flow = NULL;
 	struct al_git *git = NULL;
 	struct al_run *run = NULL;
-	char *picked = NULL, *locked = NULL, *damaged = NULL, sha[65];
+	char *picked = NULL, *locked = NULL, *damaged = NULL, *elsewhere = NULL, sha[65];
 	int rc, code = 0;
 
 	if ((rc = al_git_open(&git)) < 0) {
 		code = al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
 		goto done;
 	}
-	if (!id && !(id = picked = find_resumable(git, &locked, &damaged))) {
+	if (id && !run_here(id)) {
+		picked = find_on_branches(git, id, &elsewhere);
+		id = picked ? picked : id;
+	} else if (!id && !(id = picked = find_resumable(git, &locked, &damaged)) && !locked) {
+		id = picked = find_on_branches(git, NULL, &elsewhere);
+	}
+	if (elsewhere) {
+		/* its directory is on its branch: check that out first */
+		fprintf(stderr, "ailoop: run %s is on branch %s: checking it out\n", id, elsewhere);
+		if ((rc = al_git_checkout(git, elsewhere)) < 0) {
+			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
+			goto done;
+		}
+	}
+	if (!id) {
 		if (locked) {
 			code = al_cli_fail(AL_EXIT_TEMPFAIL, "%s", locked);
 		} else if (damaged) { /* the newest run we cannot read may be the one */
@@ -248,6 +320,7 @@ done:
 	free(picked);
 	free(locked);
 	free(damaged);
+	free(elsewhere);
 	return code;
 }
 

@@ -119,6 +119,25 @@ wait "$first" && rc=0 || rc=$?
 expect_eq "$rc" 0 "the resume after SIGKILL finishes"
 expect_eq "$(triples "$R")" "$ref_triples" "history after SIGKILL and resume"
 
+# --- resume from another branch: the run's branch is checked out ----------------------
+gated_repo elsewhere
+touch "$GATE"
+rm -f "$STARTED"
+"$AILOOP" run "fix all" >/dev/null 2>&1 &
+pid=$!
+wait_for "$STARTED"
+kill -INT "$pid"
+wait "$pid" 2>/dev/null
+rm -f "$GATE"
+git stash -q -u          # the user puts the run's unfinished step aside
+git checkout -q main     # and goes back to their branch: the run is not here
+[ ! -e .ai-loop/runs/*/run-state.md ] && pass || fail "the run's state left with its branch"
+run "$AILOOP" resume
+expect_rc 0 "resume finds the run on its branch"
+expect_in "$err" "is on branch ai-loop/fix-all: checking it out" "resume says where the run is"
+expect_eq "$(git rev-parse --abbrev-ref HEAD)" "ai-loop/fix-all" "the run's branch is checked out"
+expect_eq "$(triples "$R")" "$ref_triples" "the run finished from its last commit"
+
 # --- `ailoop run` while a run can be resumed ------------------------------------------
 gated_repo pending
 touch "$GATE"
