@@ -26,10 +26,20 @@ static int fail(const char *what)
 	return al_err(AL_ERROR, "%s: %s", what, e && e->message ? e->message : "unknown error");
 }
 
+/* Whether `dir` (with or without its final slash) is the current directory. */
+static bool is_cwd(const char *dir)
+{
+	struct stat a, b;
+
+	return dir && stat(dir, &a) == 0 && stat(".", &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
 int al_git_open(struct al_git **out)
 {
 	struct al_git *g;
 	static bool initialised;
+	int rc;
 
 	*out = NULL;
 	if (!initialised) {
@@ -45,7 +55,7 @@ int al_git_open(struct al_git **out)
 		initialised = true;
 	}
 	g = al_calloc(1, sizeof(*g));
-	if (git_repository_open_ext(&g->repo, ".", GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0) {
+	if (git_repository_open_ext(&g->repo, ".", 0, NULL) < 0) {
 		free(g);
 		return al_err(AL_ENOTFOUND, "not a git repository (run 'git init' and make a "
 			      "first commit)");
@@ -53,6 +63,12 @@ int al_git_open(struct al_git **out)
 	if (git_repository_is_bare(g->repo)) {
 		al_git_free(g);
 		return al_err(AL_ENOTFOUND, "the repository has no work tree");
+	}
+	if (!is_cwd(git_repository_workdir(g->repo))) {
+		rc = al_err(AL_ENOTFOUND, ".ai-loop must be at the root of the git repository "
+			    "('%s'), not below it", git_repository_workdir(g->repo));
+		al_git_free(g);
+		return rc;
 	}
 	*out = g;
 	return 0;

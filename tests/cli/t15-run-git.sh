@@ -21,6 +21,18 @@ run "$AILOOP" run "x"
 expect_rc 66 "repository without a commit"
 expect_in "$err" "no commit yet" "no-commit message"
 
+# .ai-loop below the repository's root: said as such
+mkdir -p "$TEST_TMP/mono"
+git -C "$TEST_TMP/mono" init -q -b main
+mv "$TEST_TMP/plain" "$TEST_TMP/mono/sub"
+rm -rf "$TEST_TMP/mono/sub/.git"
+git -C "$TEST_TMP/mono" add -A && git -C "$TEST_TMP/mono" commit -q -m "a monorepo"
+cd "$TEST_TMP/mono/sub"
+run "$AILOOP" run "x"
+expect_rc 66 ".ai-loop below the root"
+expect_in "$err" ".ai-loop must be at the root of the git repository ('$TEST_TMP/mono/')" \
+	"the message names the repository's root"
+
 # a dirty tree is refused, unless --allow-dirty
 R=$TEST_TMP/dirty
 loop_repo "$R" a
