@@ -49,6 +49,13 @@ run "$AILOOP" graph --format svg
 expect_rc 64 "unknown graph format"
 expect_in "$err" "unknown format 'svg'" "graph format message"
 
+# cmake --install puts the binary in PREFIX/bin
+run cmake --install "$(dirname "$AILOOP")" --prefix "$TEST_TMP/prefix"
+expect_rc 0 "cmake --install"
+run "$TEST_TMP/prefix/bin/ailoop" --version
+expect_rc 0 "the installed binary runs"
+expect_in "$out" "ailoop " "the installed binary is ailoop"
+
 # no flow: exit 66 and the way out
 mkdir -p "$TEST_TMP/empty/.git"
 cd "$TEST_TMP/empty"
