@@ -18,7 +18,6 @@ bool al_split_front_matter(const char *text, size_t len, const char **fm, size_t
 			   int *fm_line, const char **body, size_t *body_len)
 {
 	const char *p = text, *end = text + len, *nl;
-	int line = 2;
 
 	*fm = NULL;
 	*fm_len = 0;
@@ -43,9 +42,7 @@ bool al_split_front_matter(const char *text, size_t len, const char **fm, size_t
 			*body_len = (size_t)(end - p);
 			return true;
 		}
-		line++;
 	}
-	(void)line;
 	return false;
 }
 

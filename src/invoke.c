@@ -194,7 +194,7 @@ done:
 	return rc;
 }
 
-int al_call_finish(struct al_call *call, struct al_exec *ex)
+int al_call_finish(struct al_call *call)
 {
 	const struct al_call_ctx *c = call->ctx;
 	struct al_proc_result *r = &call->res;
@@ -202,7 +202,6 @@ int al_call_finish(struct al_call *call, struct al_exec *ex)
 	const char *who = al_role_names[c->role];
 	int rc = 0;
 
-	(void)ex;
 	if (r->log_truncated)
 		al_strbuf_adds(&log, "[ailoop: earlier output dropped, the last 1 MiB follows]\n");
 	al_strbuf_add(&log, r->log.buf, r->log.len);
@@ -249,5 +248,5 @@ int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_cal
 	rc = al_proc_run(&call->spec, &call->res);
 	if (rc < 0 && rc != AL_EINTR)
 		return rc;
-	return al_call_finish(call, ex);
+	return al_call_finish(call);
 }

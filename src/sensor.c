@@ -205,7 +205,7 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 
 			calls[i].res = results[i];
 			results[i] = (struct al_proc_result)AL_PROC_RESULT_INIT;
-			frc = al_call_finish(&calls[i], ex);
+			frc = al_call_finish(&calls[i]);
 			if (frc == 0 && ctx[i].keep_output)
 				frc = write_command_output(&node->sensors[i], &calls[i]);
 			else if (frc == 0)

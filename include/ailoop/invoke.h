@@ -52,7 +52,7 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
  * file if it wrote none (unless keep_output). Returns AL_EAGENT (with a
  * message naming the agent and its log) if it failed or timed out.
  */
-int al_call_finish(struct al_call *call, struct al_exec *ex);
+int al_call_finish(struct al_call *call);
 void al_call_release(struct al_call *call);
 
 /* Prepare, run and finish one agent. AL_EINTR if interrupted. */
