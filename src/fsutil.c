@@ -87,16 +87,15 @@ done:
 	return rc;
 }
 
-int al_append_line(const char *path, const char *line, size_t len)
+int al_append_line(int *fd, const char *path, const char *line, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644), rc = 0;
-
-	if (fd < 0)
+	if (*fd < 0)
+		*fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (*fd < 0)
 		return al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
-	if (write_all(fd, line, len) < 0)
-		rc = al_err(AL_ERROR, "cannot append to '%s': %s", path, strerror(errno));
-	close(fd);
-	return rc;
+	if (write_all(*fd, line, len) < 0)
+		return al_err(AL_ERROR, "cannot append to '%s': %s", path, strerror(errno));
+	return 0;
 }
 
 int al_mkdirs(const char *path)

@@ -22,6 +22,7 @@ static struct al_run *run_alloc(const char *id)
 	char cwd[PATH_MAX];
 
 	run->lock_fd = -1;
+	run->events_fd = -1;
 	run->dir = al_xprintf("%s/%s", AL_RUNS_DIR, id);
 	run->abs_dir = al_xprintf("%s/%s", getcwd(cwd, sizeof(cwd)) ? cwd : ".", run->dir);
 	run->state_path = al_xprintf("%s/run-state.md", run->dir);
@@ -139,6 +140,8 @@ void al_run_free(struct al_run *run)
 		return;
 	if (run->lock_fd >= 0)
 		close(run->lock_fd);
+	if (run->events_fd >= 0)
+		close(run->events_fd);
 	al_run_state_release(&run->st);
 	free(run->dir);
 	free(run->abs_dir);
@@ -242,6 +245,7 @@ void al_run_unlock(struct al_run *run)
 	unlink(path.buf); /* while still held: nobody can take a half-removed lock */
 	close(run->lock_fd);
 	run->lock_fd = -1;
+	run->events_fd = -1;
 	al_strbuf_release(&path);
 }
 
@@ -312,7 +316,7 @@ void al_run_event(struct al_run *run, const char *type, const char *fmt, ...)
 
 		al_strbuf_addf(&sb, "%s\n", text);
 		/* the event log is a record, not state: losing it must not stop a run */
-		al_append_line(run->events_path, sb.buf, sb.len);
+		al_append_line(&run->events_fd, run->events_path, sb.buf, sb.len);
 		al_strbuf_release(&sb);
 		free(text);
 	}

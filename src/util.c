@@ -28,11 +28,6 @@ const char *al_errmsg(void)
 	return last_error.buf;
 }
 
-void al_err_clear(void)
-{
-	al_strbuf_release(&last_error);
-}
-
 void al_die_oom(void)
 {
 	static const char msg[] = "ailoop: fatal: out of memory\n";

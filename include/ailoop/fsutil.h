@@ -12,8 +12,13 @@
  * writer), so it is removed. AILOOP_FSYNC=0 skips the fsyncs (tests).
  */
 int al_write_atomic(const char *path, const void *data, size_t len);
-/* Appends one record with a single write(2) (O_APPEND), e.g. a JSON line. */
-int al_append_line(const char *path, const char *line, size_t len);
+/*
+ * Appends one record with a single write(2) to `path`, opened (O_APPEND)
+ * into *fd on first use and kept open, so that a log written at every
+ * step costs one write, not an open each time. *fd starts at -1; the
+ * caller closes it.
+ */
+int al_append_line(int *fd, const char *path, const char *line, size_t len);
 /* mkdir -p; existing directories are fine. */
 int al_mkdirs(const char *path);
 bool al_file_exists(const char *path);

@@ -20,6 +20,7 @@ struct al_run {
 	char *state_path;
 	char *events_path;
 	int lock_fd;
+	int events_fd;          /* events.jsonl, open for appending once used */
 };
 
 /*

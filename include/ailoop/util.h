@@ -28,7 +28,6 @@ enum {
 int al_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The message of the last al_err(), or "" if none. */
 const char *al_errmsg(void);
-void al_err_clear(void);
 
 __attribute__((noreturn)) void al_die_oom(void);
 void *al_malloc(size_t n);

@@ -148,11 +148,14 @@ Test(fsutil, mkdirs_on_a_file_fails)
 
 Test(fsutil, append_line_adds_records_at_the_end)
 {
-	cr_assert_eq(al_append_line("events.jsonl", "{\"a\":1}\n", 8), 0, "%s", al_errmsg());
-	cr_assert_eq(al_append_line("events.jsonl", "{\"b\":2}\n", 8), 0);
-	cr_assert_eq(al_append_line("events.jsonl", "", 0), 0);
+	int fd = -1, missing = -1;
+
+	cr_assert_eq(al_append_line(&fd, "events.jsonl", "{\"a\":1}\n", 8), 0, "%s", al_errmsg());
+	cr_assert_eq(al_append_line(&fd, "events.jsonl", "{\"b\":2}\n", 8), 0);
+	cr_assert_eq(al_append_line(&fd, "events.jsonl", "", 0), 0);
 	cr_assert_str_eq(file_text("events.jsonl"), "{\"a\":1}\n{\"b\":2}\n");
-	cr_assert_eq(al_append_line("missing/events.jsonl", "x\n", 2), AL_ERROR);
+	close(fd);
+	cr_assert_eq(al_append_line(&missing, "missing/events.jsonl", "x\n", 2), AL_ERROR);
 	cr_assert_not_null(strstr(al_errmsg(), "missing/events.jsonl"), "%s", al_errmsg());
 }
 
