@@ -90,9 +90,9 @@ file_cost() {
 	mkdir -p "$tmp/fs"
 	perl -MTime::HiRes=time -e '
 		chdir $ARGV[0] or die; my $n = 2000; my $t = time;
-		for my $i (1 .. $n) {
+		for my $i (1 .. $n) { # fresh names, as git objects and new state files have
 			open(my $f, ">", "f.lock") or die; print $f "x" x 200; close $f;
-			rename("f.lock", "f" . ($i % 64)) or die;
+			rename("f.lock", "f$i") or die;
 		}
 		printf "%.0f\n", (time - $t) / $n * 1e6;' "$tmp/fs"
 }
