@@ -140,7 +140,7 @@ void al_diags_print(const struct al_diags *d, FILE *out, bool color)
 	for (size_t i = 0; i < d->n; i++) {
 		const struct al_diag *e = &d->v[i];
 		const struct al_diag_source *s = find_source(d, e->pos.file);
-		const char *line;
+		const char *line = NULL; /* set whenever find_line finds it */
 		long len;
 
 		fprintf(out, "%s:%d:%d: %serror:%s %s\n", e->pos.file, e->pos.line,

@@ -79,6 +79,17 @@ static char problem[1200];
 
 #define PROBLEM(...) (snprintf(problem, sizeof(problem), __VA_ARGS__), false)
 
+/* Copies `src` into the field `dst` of `size` bytes; false if it does not fit. */
+static bool copy_field(char *dst, size_t size, const char *src)
+{
+	size_t len = strlen(src);
+
+	if (len >= size)
+		return false;
+	memcpy(dst, src, len + 1);
+	return true;
+}
+
 static bool add_vertex(struct graph *g, const char *id, enum shape shape, const char *label,
 		       const char *line)
 {
@@ -89,8 +100,9 @@ static bool add_vertex(struct graph *g, const char *id, enum shape shape, const 
 	if (g->nv == MAX_VERTICES)
 		return PROBLEM("too many vertices");
 	v = &g->v[g->nv++];
-	snprintf(v->id, sizeof(v->id), "%s", id);
-	snprintf(v->label, sizeof(v->label), "%s", label);
+	if (!copy_field(v->id, sizeof(v->id), id) ||
+	    !copy_field(v->label, sizeof(v->label), label))
+		return PROBLEM("vertex id or label too long: %s", line);
 	v->shape = shape;
 	v->parents = 0;
 	return true;
@@ -104,9 +116,9 @@ static bool add_edge(struct graph *g, const char *from, const char *to, const ch
 	if (g->ne == MAX_VERTICES)
 		return PROBLEM("too many edges");
 	e = &g->e[g->ne++];
-	snprintf(e->from, sizeof(e->from), "%s", from);
-	snprintf(e->to, sizeof(e->to), "%s", to);
-	snprintf(e->label, sizeof(e->label), "%s", label);
+	if (!copy_field(e->from, sizeof(e->from), from) || !copy_field(e->to, sizeof(e->to), to) ||
+	    !copy_field(e->label, sizeof(e->label), label))
+		return PROBLEM("edge %s -> %s: a vertex id or label is too long", from, to);
 	e->dashed = dashed;
 	return true;
 }
