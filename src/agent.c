@@ -1,5 +1,6 @@
 #include "ailoop/agent.h"
 #include "ailoop/check.h"
+#include "ailoop/fsutil.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
@@ -207,7 +208,22 @@ static void load(struct al_agent *a, struct al_pos ref, struct al_diags *d)
 	const char *fm;
 	size_t fm_len;
 	int line, col;
+	char *real;
 
+	/* its text goes to an agent: nothing from outside the repository */
+	switch (al_path_place(a->path, &real)) {
+	case AL_PATH_INSIDE:
+		break;
+	case AL_PATH_OUTSIDE:
+		al_diags_add(d, ref, "agent file '%s' is outside the repository: agent paths are "
+			     "relative to its root and stay in it", a->path);
+		return;
+	case AL_PATH_LINK_OUTSIDE:
+		al_diags_add(d, ref, "agent file '%s' is a symbolic link to '%s', outside the "
+			     "repository", a->path, real);
+		free(real);
+		return;
+	}
 	if (al_strbuf_read_file(&sb, a->path, AL_AGENT_MAX_BYTES) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			al_diags_add(d, ref, "agent file '%s' does not exist", a->path);

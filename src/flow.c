@@ -17,6 +17,60 @@
  * where each node type has its own table of keys.
  */
 
+static bool is_shell(const char *program)
+{
+	static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash",
+					      "fish", "csh", "tcsh" };
+	const char *base = strrchr(program, '/');
+
+	base = base ? base + 1 : program;
+	for (size_t i = 0; i < AL_ARRAY_SIZE(shells); i++)
+		if (!strcmp(base, shells[i]))
+			return true;
+	return false;
+}
+
+/*
+ * The script of a shell that the template runs with -c (`sh -c SCRIPT`,
+ * `env bash -lc SCRIPT`, …), or NULL: text put into it runs as shell code.
+ */
+static const struct al_val *shell_script(const struct al_val *argv)
+{
+	size_t i = 0;
+	bool dash_c = false;
+
+	while (i < argv->n && !(argv->items[i]->kind == AL_VAL_SCALAR &&
+				is_shell(argv->items[i]->str)))
+		i++; /* a wrapper first: env, nice, timeout 60, … */
+	for (i++; i < argv->n; i++) {
+		const char *a = argv->items[i]->kind == AL_VAL_SCALAR ? argv->items[i]->str : "";
+
+		if (!strcmp(a, "--") || ((a[0] == '-' || a[0] == '+') && a[1] != '-')) {
+			if (a[0] == '-' && a[1] != '-' && strchr(a + 1, 'c'))
+				dash_c = true;
+			if (!strcmp(a + 1, "o") || !strcmp(a + 1, "O"))
+				i++; /* -o OPTION */
+		} else if (a[0] != '-') {
+			return dash_c ? argv->items[i] : NULL; /* the first operand */
+		}
+	}
+	return NULL;
+}
+
+/* Task text reaches a runner as its prompt: never as shell code. */
+static void check_prompt_not_in_shell(struct loader *l, const struct al_val *k,
+				      const struct al_val *argv)
+{
+	static const char *const holders[] = { "{prompt}", "{task}" };
+	const struct al_val *script = shell_script(argv);
+
+	for (size_t i = 0; script && i < AL_ARRAY_SIZE(holders); i++)
+		if (strstr(script->str, holders[i]))
+			loader_error(l, script->pos, "runner '%s' puts %s into a shell script, where "
+			      "the task would run as shell code: use prompt: stdin or file, or pass "
+			      "it as an argument after the script (\"$1\")", k->str, holders[i]);
+}
+
 static void parse_runner(struct loader *l, const struct al_val *k, const struct al_val *v)
 {
 	static const char *const keys[] = { "command", "prompt", "install" };
@@ -42,6 +96,7 @@ static void parse_runner(struct loader *l, const struct al_val *k, const struct 
 				free(argv);
 				continue;
 			}
+			check_prompt_not_in_shell(l, k, val);
 			if (r->owns_argv)
 				free((void *)r->argv);
 			r->argv = argv;

@@ -265,6 +265,11 @@ static void parse_sensors(struct loader *l, struct al_node *n, const struct al_v
 			loader_error(l, item->pos, "sensor name '%s' (from the file name) must be letters, "
 			      "digits, '_' and '-': give the agent a 'name'", s->name);
 	}
+	for (size_t i = 0; i < n->nsensors; i++)
+		if (strlen(n->sensors[i].name) > AL_ID_MAX)
+			loader_error(l, n->sensors[i].ref.pos, "sensor name is %zu characters long: at "
+			      "most %d (it names the sensor's output file)",
+			      strlen(n->sensors[i].name), AL_ID_MAX);
 	for (size_t i = 0; i < n->nsensors; i++) {
 		struct al_sensor *first = al_strmap_put(&names, n->sensors[i].name, &n->sensors[i]);
 
@@ -549,6 +554,10 @@ static void node_id(struct loader *l, struct al_node *n, const struct al_val *v,
 		} else if (!loader_valid_id(id->str)) {
 			loader_error(l, id->pos, "invalid id '%s': use letters, digits, '_' and '-', "
 			      "starting with a letter or digit", id->str);
+		} else if (strlen(id->str) > AL_ID_MAX) {
+			loader_error(l, id->pos, "id is %zu characters long: at most %d (it names the "
+			      "node's directory and goes into commit subjects)", strlen(id->str),
+			      AL_ID_MAX);
 		} else {
 			n->id = id->str;
 			return;
@@ -678,6 +687,11 @@ struct al_node *loader_node(struct loader *l, const struct al_val *v, struct al_
 	}
 	node_id(l, n, v, position);
 	n->path = parent ? al_xprintf("%s/%s", parent->path, n->id) : al_strdup(n->id);
+	if (strlen(n->path) > AL_NODE_PATH_MAX &&
+	    (!parent || strlen(parent->path) <= AL_NODE_PATH_MAX)) /* said once, at the first */
+		loader_error(l, v->pos, "the path of this node from the root is %zu characters long: "
+		      "at most %d (it names the node's directory): use shorter ids",
+		      strlen(n->path), AL_NODE_PATH_MAX);
 	l->flow->node_count++;
 	if (n->depth > l->flow->max_depth)
 		l->flow->max_depth = n->depth;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +91,7 @@ done:
 int al_append_line(int *fd, const char *path, const char *line, size_t len)
 {
 	if (*fd < 0)
-		*fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		*fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (*fd < 0)
 		return al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
 	if (write_all(*fd, line, len) < 0)
@@ -145,5 +146,66 @@ int al_remove(const char *path)
 {
 	if (unlink(path) < 0 && errno != ENOENT)
 		return al_err(AL_ERROR, "cannot remove '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+/* Whether absolute `path`, written out (`.` and `..` as text), is `root` or below it. */
+static bool below(const char *root, const char *path)
+{
+	struct al_strbuf norm = AL_STRBUF_INIT;
+	size_t rlen = strlen(root);
+	bool in;
+
+	for (const char *p = path; *p;) {
+		size_t len = strcspn(p, "/");
+
+		if (len == 2 && !strncmp(p, "..", 2)) {
+			char *slash = strrchr(norm.buf, '/');
+
+			al_strbuf_setlen(&norm, slash ? (size_t)(slash - norm.buf) : 0);
+		} else if (len && !(len == 1 && *p == '.')) {
+			al_strbuf_addch(&norm, '/');
+			al_strbuf_add(&norm, p, len);
+		}
+		p += len;
+		while (*p == '/')
+			p++;
+	}
+	in = !strcmp(root, "/") || (!strncmp(norm.buf, root, rlen) &&
+				    (norm.buf[rlen] == '\0' || norm.buf[rlen] == '/'));
+	al_strbuf_release(&norm);
+	return in;
+}
+
+enum al_path_place al_path_place(const char *path, char **real)
+{
+	char root[PATH_MAX], resolved[PATH_MAX];
+	struct al_strbuf abs = AL_STRBUF_INIT;
+	enum al_path_place place = AL_PATH_INSIDE;
+
+	*real = NULL;
+	if (!realpath(".", root))
+		return AL_PATH_OUTSIDE; /* no root to be inside of */
+	if (*path == '/')
+		al_strbuf_adds(&abs, path);
+	else
+		al_strbuf_addf(&abs, "%s/%s", root, path);
+	if (!below(root, abs.buf))
+		place = AL_PATH_OUTSIDE;
+	else if (realpath(path, resolved) && !below(root, resolved)) {
+		place = AL_PATH_LINK_OUTSIDE;
+		*real = al_strdup(resolved);
+	}
+	al_strbuf_release(&abs);
+	return place;
+}
+
+int al_refuse_symlink(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+		return al_err(AL_ENOTFOUND, "'%s' is a symbolic link: ailoop writes a run's state "
+			      "there, which must stay in the repository; make it a directory", path);
 	return 0;
 }

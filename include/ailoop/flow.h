@@ -17,6 +17,15 @@
  */
 #define AL_FLOW_MAX_BYTES (1024 * 1024)
 #define AL_FLOW_MAX_DEPTH 64
+/*
+ * A node id names a directory (nodes/<node-path>/) and goes into commit
+ * subjects; a sensor name names a file. 64 characters say anything an id
+ * needs to and keep a file name far below NAME_MAX (255); the node path, 64
+ * levels of such ids at most, is held to 1024 so that a file's full path
+ * stays well below PATH_MAX (4096) wherever the repository is.
+ */
+#define AL_ID_MAX 64
+#define AL_NODE_PATH_MAX 1024
 #define AL_DEFAULT_MAX_ITERATIONS 10
 #define AL_DEFAULT_AGENT_TIMEOUT 1800
 #define AL_DEFAULT_ACTION_AGENT ".ai-loop/agents/action.md"

@@ -25,6 +25,20 @@ bool al_file_exists(const char *path);
 bool al_dir_exists(const char *path);
 /* Removes a file; a missing one is not an error. */
 int al_remove(const char *path);
+/*
+ * Whether `path` (relative, or absolute) stays inside the current
+ * directory (the repository root): as written, with `.` and `..` taken
+ * as text, and, if it exists, once every symbolic link is followed.
+ * AL_PATH_LINK_OUTSIDE sets *real (caller frees) to where it leads.
+ */
+enum al_path_place { AL_PATH_INSIDE, AL_PATH_OUTSIDE, AL_PATH_LINK_OUTSIDE };
+enum al_path_place al_path_place(const char *path, char **real);
+/*
+ * Fails (AL_ENOTFOUND: what ailoop needs is not there) if `path` is a symbolic
+ * link: for the directories ailoop writes a run's state in, which must be
+ * in the repository, where git records them, and never point elsewhere.
+ */
+int al_refuse_symlink(const char *path);
 /* Whether fsync is on (AILOOP_FSYNC unset or not "0"). */
 bool al_fsync_enabled(void);
 

@@ -1025,3 +1025,132 @@ Test(flow, find_by_path)
 	cr_assert_null(al_flow_find(flow, "top/l/x"), "no skipping levels");
 	cr_assert_null(al_flow_find(flow, ""));
 }
+
+/* --- what reaches a shell or the file system ------------------------------- */
+
+/* A flow whose only runner `r` has `command`, run by one action. */
+static int load_runner(const char *command)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	int rc;
+
+	al_strbuf_addf(&sb, "version: 1\n"
+			    "runners:\n"
+			    "  r:\n"
+			    "    command: %s\n"
+			    "    prompt: arg\n"
+			    "flow: {id: a, type: action, skill: s}\n", command);
+	rc = load(sb.buf);
+	al_strbuf_release(&sb);
+	return rc;
+}
+
+Test(flow, prompt_in_a_shell_script_is_refused_where_it_is_written)
+{
+	static const char *const bad[] = {
+		"[sh, -c, \"llm '{prompt}'\"]",
+		"[/usr/bin/bash, -lc, \"llm {prompt}\"]",
+		"[env, -u, HOME, A=1, dash, -ec, \"llm {task}\"]",
+		"[timeout, '60', ksh, -o, errexit, -c, \"llm {prompt}\"]",
+		"[zsh, -c, --, \"x{prompt}x\"]",
+	};
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(bad); i++) {
+		cr_assert_eq(load_runner(bad[i]), AL_EINVALID, "accepted %s", bad[i]);
+		unit_assert_ndiags(&diags, 1);
+		cr_assert(strstr(diags.v[0].msg, "into a shell script"), "%s: %s", bad[i],
+			  diags.v[0].msg);
+		/* at the script: the one double-quoted string, in "    command: " */
+		cr_assert_eq(diags.v[0].pos.line, 4);
+		cr_assert_eq(diags.v[0].pos.col, 14 + (int)(strchr(bad[i], '"') - bad[i]), "%s",
+			     bad[i]);
+	}
+}
+
+Test(flow, prompt_as_an_argument_of_a_shell_is_accepted)
+{
+	static const char *const good[] = {
+		"[sh, -c, 'llm \"$1\"', sh, \"{prompt}\"]",      /* an argument, not code */
+		"[sh, -c, 'llm < \"$1\"', sh, \"{prompt-file}\"]",
+		"[sh, -c, \"llm --model {model} {prompt-file}\"]", /* a path ailoop makes */
+		"[sh, script.sh, \"{prompt}\"]",                   /* no -c: a file of code */
+		"[llm, -c, \"{prompt}\"]",                         /* not a shell */
+		"[bash, --norc, -c, 'llm \"$0\"', \"{prompt}\"]",
+	};
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(good); i++)
+		cr_assert_eq(load_runner(good[i]), 0, "refused %s:%s", good[i],
+			     unit_diags_text(&diags));
+}
+
+Test(flow, agent_paths_stay_in_the_repository)
+{
+	char outside[PATH_MAX];
+
+	/* a file outside the repository (the test's directory), and links to it */
+	cr_assert_eq(mkdir("repo", 0755), 0);
+	unit_write("secret.md", "---\nname: secret\n---\nThe secret.\n");
+	cr_assert_not_null(realpath("secret.md", outside));
+	cr_assert_eq(chdir("repo"), 0);
+	unit_write(AGENTS "act.md", "Change the code.\n");
+	unit_write("docs/act.md", "Change the docs.\n");
+	cr_assert_eq(symlink("../../../secret.md", AGENTS "linked.md"), 0);
+	cr_assert_eq(symlink("../../docs", AGENTS "docs"), 0); /* inside: fine */
+	cr_assert_eq(symlink("..", "up"), 0);
+	load_bad("version: 1\n"
+		 "flow:\n"
+		 "  type: sequence\n"
+		 "  children:\n"
+		 "    - {id: a, agent: ../secret.md}\n"
+		 "    - {id: b, agent: .ai-loop/../../secret.md}\n"
+		 "    - {id: c, agent: /etc/passwd}\n"
+		 "    - {id: d, agent: .ai-loop/agents/linked.md}\n"
+		 "    - {id: e, agent: up/secret.md}\n"
+		 "    - {id: f, agent: .ai-loop/agents/../agents/act.md}\n"
+		 "    - {id: g, agent: .ai-loop/agents/docs/act.md}\n"
+		 "    - {id: h, agent: ./.ai-loop/agents/act.md}\n",
+		 5);
+	unit_assert_diag(&diags, NULL, 5, 22, "agent file '../secret.md' is outside the repository");
+	unit_assert_diag(&diags, NULL, 6, 22, "'.ai-loop/../../secret.md' is outside");
+	unit_assert_diag(&diags, NULL, 7, 22, "'/etc/passwd' is outside");
+	unit_assert_diag(&diags, NULL, 8, 22, "'.ai-loop/agents/linked.md' is a symbolic link to");
+	cr_assert(strstr(diags.v[3].msg, outside), "names where it leads: %s", diags.v[3].msg);
+	unit_assert_diag(&diags, NULL, 9, 22, "'up/secret.md' is a symbolic link to");
+}
+
+Test(flow, an_absolute_agent_path_inside_the_repository_is_accepted)
+{
+	char cwd[PATH_MAX];
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+	al_strbuf_addf(&sb, "version: 1\nflow: {id: a, agent: %s/" AGENTS "act.md}\n", cwd);
+	load_ok(sb.buf);
+	al_strbuf_release(&sb);
+}
+
+Test(flow, ids_and_sensor_names_fit_in_a_file_name)
+{
+	char id64[AL_ID_MAX + 1], id65[AL_ID_MAX + 2], *text;
+
+	memset(id64, 'a', sizeof(id64) - 1);
+	id64[sizeof(id64) - 1] = '\0';
+	memset(id65, 'b', sizeof(id65) - 1);
+	id65[sizeof(id65) - 1] = '\0';
+	text = al_xprintf("version: 1\nflow:\n  type: sequence\n  children:\n"
+			  "    - {id: %s, skill: s}\n    - {id: %s, skill: s}\n", id64, id65);
+	load_bad(text, 1);
+	unit_assert_diag(&diags, NULL, 6, 12, "id is 65 characters long: at most 64");
+	free(text);
+
+	unit_write(AGENTS "long.md", "---\ncommand: 'true'\nname: "
+		   "ssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss\n---\n");
+	load_bad("version: 1\n"
+		 "flow:\n"
+		 "  type: loop\n"
+		 "  controller: builtin:all-pass\n"
+		 "  sensors: [.ai-loop/agents/long.md]\n"
+		 "  actuator: {agent: .ai-loop/agents/act.md}\n",
+		 1);
+	unit_assert_diag(&diags, NULL, 5, 13, "sensor name is 66 characters long: at most 64");
+}

@@ -181,3 +181,66 @@ Test(fsutil, mkdirs_of_an_empty_path_fails)
 	cr_assert_eq(al_mkdirs(""), AL_ERROR);
 	cr_assert_not_null(strstr(al_errmsg(), "''"), "%s", al_errmsg());
 }
+
+Test(fsutil, path_place_resolves_dots_as_text_and_links_on_disk)
+{
+	char *real;
+
+	cr_assert_eq(mkdir("root", 0755), 0);
+	unit_write("outside.md", "x");
+	cr_assert_eq(chdir("root"), 0);
+	unit_write("a/b.md", "x");
+	cr_assert_eq(symlink("../outside.md", "out.md"), 0);
+	cr_assert_eq(symlink("a", "in"), 0);
+	cr_assert_eq(symlink("../../outside.md", "a/deep.md"), 0);
+
+	cr_assert_eq(al_path_place("a/b.md", &real), AL_PATH_INSIDE);
+	cr_assert_eq(al_path_place("no/such/file.md", &real), AL_PATH_INSIDE, "not there: as written");
+	cr_assert_eq(al_path_place("a/../a/./b.md", &real), AL_PATH_INSIDE);
+	cr_assert_eq(al_path_place("in/b.md", &real), AL_PATH_INSIDE, "a link that stays inside");
+	cr_assert_eq(al_path_place("../outside.md", &real), AL_PATH_OUTSIDE);
+	cr_assert_eq(al_path_place("a/../../outside.md", &real), AL_PATH_OUTSIDE);
+	cr_assert_eq(al_path_place("..", &real), AL_PATH_OUTSIDE);
+	cr_assert_eq(al_path_place("/etc/passwd", &real), AL_PATH_OUTSIDE);
+	cr_assert_eq(al_path_place("/", &real), AL_PATH_OUTSIDE);
+	cr_assert_null(real);
+	cr_assert_eq(al_path_place("out.md", &real), AL_PATH_LINK_OUTSIDE);
+	cr_assert(al_ends_with(real, "/outside.md"), "%s", real);
+	free(real);
+	cr_assert_eq(al_path_place("in/deep.md", &real), AL_PATH_LINK_OUTSIDE);
+	free(real);
+}
+
+Test(fsutil, path_place_takes_absolute_paths_inside_the_root)
+{
+	char cwd[PATH_MAX], *path, *real;
+
+	cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+	unit_write("f.md", "x");
+	path = al_xprintf("%s/f.md", cwd);
+	cr_assert_eq(al_path_place(path, &real), AL_PATH_INSIDE);
+	free(path);
+	path = al_xprintf("%s-other/f.md", cwd); /* a sibling that shares the prefix */
+	cr_assert_eq(al_path_place(path, &real), AL_PATH_OUTSIDE);
+	free(path);
+}
+
+Test(fsutil, refuse_symlink_names_the_link)
+{
+	cr_assert_eq(mkdir("dir", 0755), 0);
+	cr_assert_eq(symlink("dir", "link"), 0);
+	cr_assert_eq(al_refuse_symlink("dir"), 0);
+	cr_assert_eq(al_refuse_symlink("missing"), 0, "what is not there is made later");
+	cr_assert_eq(al_refuse_symlink("link"), AL_ENOTFOUND);
+	cr_assert(strstr(al_errmsg(), "'link' is a symbolic link"), "%s", al_errmsg());
+}
+
+Test(fsutil, append_line_never_writes_through_a_link)
+{
+	int fd = -1;
+
+	unit_write("target", "kept\n");
+	cr_assert_eq(symlink("target", "log"), 0);
+	cr_assert_lt(al_append_line(&fd, "log", "x\n", 2), 0);
+	cr_assert_str_eq(file_text("target"), "kept\n");
+}
