@@ -74,7 +74,8 @@ int al_run_create(struct al_run **out, const struct al_run_state *st)
 	*out = NULL;
 	localtime_r(&t, &tm);
 	strftime(date, sizeof(date), "%Y%m%d", &tm);
-	if ((rc = al_mkdirs(AL_RUNS_DIR)) < 0 || (rc = ignore_unrecorded()) < 0)
+	if ((rc = al_refuse_symlink(".ai-loop")) < 0 || (rc = al_refuse_symlink(AL_RUNS_DIR)) < 0 ||
+	    (rc = al_mkdirs(AL_RUNS_DIR)) < 0 || (rc = ignore_unrecorded()) < 0)
 		return rc;
 	next = next_number(date);
 	for (;; next++) { /* mkdir is the arbiter between two ailoops starting at once */
@@ -157,7 +158,7 @@ char *al_run_lock_holder(const char *dir)
 	char *holder = NULL;
 
 	al_strbuf_addf(&path, "%s/lock", dir);
-	fd = open(path.buf, O_RDONLY | O_CLOEXEC);
+	fd = open(path.buf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
 		if (al_strbuf_read_file(&who, path.buf, 4096) == 0)
 			al_strbuf_rtrim(&who);
@@ -180,8 +181,11 @@ static int take_lock(const char *path, int *out)
 {
 	for (int attempt = 0; attempt < 20; attempt++) {
 		struct stat held, named;
-		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 
+		if (fd < 0 && errno == ELOOP) /* never truncate what a link points to */
+			return al_err(AL_ENOTFOUND, "'%s' is a symbolic link: a run's lock must be a "
+				      "file of its own", path);
 		if (fd < 0)
 			return al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
 		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -210,6 +214,10 @@ int al_run_lock(struct al_run *run)
 	int fd = -1, rc;
 
 	al_strbuf_addf(&path, "%s/lock", run->dir);
+	/* the run's state must be written in the repository, not through a link */
+	if ((rc = al_refuse_symlink(".ai-loop")) < 0 || (rc = al_refuse_symlink(AL_RUNS_DIR)) < 0 ||
+	    (rc = al_refuse_symlink(run->dir)) < 0)
+		goto done;
 	rc = take_lock(path.buf, &fd);
 	if (rc == AL_ELOCKED) {
 		char *holder = al_run_lock_holder(run->dir);
