@@ -78,7 +78,8 @@ static int cmp_diag(const void *pa, const void *pb)
 
 void al_diags_sort(struct al_diags *d)
 {
-	qsort(d->v, d->n, sizeof(*d->v), cmp_diag);
+	if (d->n > 1) /* an empty set has no array, which qsort must not be given */
+		qsort(d->v, d->n, sizeof(*d->v), cmp_diag);
 }
 
 /*
