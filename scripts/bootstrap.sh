@@ -3,9 +3,11 @@
 set -euo pipefail
 
 # to build; then what the tests and scripts use: graphviz renders graphs,
-# jq reads JSON, procps gives ps, bsdutils script (a terminal), bc sums
+# jq reads JSON, procps gives ps, bsdutils script (a terminal), bc sums,
+# clang and its runtime (libFuzzer) build the optimised and fuzz build
 packages=(build-essential cmake pkg-config git libyaml-dev libgit2-dev
-	libpcre2-dev libcriterion-dev libjansson-dev graphviz jq procps bsdutils bc)
+	libpcre2-dev libcriterion-dev libjansson-dev graphviz jq procps bsdutils bc
+	clang libclang-rt-dev)
 
 missing=()
 for p in "${packages[@]}"; do

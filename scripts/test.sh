@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds ailoop twice, normally and with AddressSanitizer + UBSan, and runs
-# every test (Criterion unit tests and end-to-end CLI tests) in both.
+# Builds ailoop three times, normally, with AddressSanitizer + UBSan, and
+# with clang at -O3 (Release) with the fuzz targets, and runs every test
+# (Criterion unit tests, end-to-end CLI tests) in each; the last build also
+# runs the fuzz targets over their corpus, the fixtures, once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,3 +24,7 @@ echo "== build (AddressSanitizer + UBSan) and test" >&2
 build build-asan -DAILOOP_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== build (clang, Release, fuzz targets) and test, fuzz corpus included" >&2
+build build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release -DAILOOP_FUZZ=ON
+ctest --test-dir build-clang --output-on-failure -j "$jobs"
