@@ -33,15 +33,19 @@ static bool is_shell(const char *program)
 /*
  * The script of a shell that the template runs with -c (`sh -c SCRIPT`,
  * `env bash -lc SCRIPT`, …), or NULL: text put into it runs as shell code.
+ * *bare is set if the shell has -c but no script: what is appended is it.
  */
-static const struct al_val *shell_script(const struct al_val *argv)
+static const struct al_val *shell_script(const struct al_val *argv, bool *bare)
 {
 	size_t i = 0;
 	bool dash_c = false;
 
+	*bare = false;
 	while (i < argv->n && !(argv->items[i]->kind == AL_VAL_SCALAR &&
 				is_shell(argv->items[i]->str)))
 		i++; /* a wrapper first: env, nice, timeout 60, … */
+	if (i == argv->n)
+		return NULL;
 	for (i++; i < argv->n; i++) {
 		const char *a = argv->items[i]->kind == AL_VAL_SCALAR ? argv->items[i]->str : "";
 
@@ -54,27 +58,38 @@ static const struct al_val *shell_script(const struct al_val *argv)
 			return dash_c ? argv->items[i] : NULL; /* the first operand */
 		}
 	}
+	*bare = dash_c;
 	return NULL;
 }
 
-/* Task text reaches a runner as its prompt: never as shell code. */
+/*
+ * Task text reaches a runner in its prompt: never as shell code, neither
+ * where the template says ({prompt}, {task} in the script) nor appended
+ * (prompt: arg) as the script that a bare `sh -c` lacks.
+ */
 static void check_prompt_not_in_shell(struct loader *l, const struct al_val *k,
-				      const struct al_val *argv)
+				      const struct al_val *argv, enum al_prompt_mode mode)
 {
 	static const char *const holders[] = { "{prompt}", "{task}" };
-	const struct al_val *script = shell_script(argv);
+	bool bare;
+	const struct al_val *script = shell_script(argv, &bare);
 
 	for (size_t i = 0; script && i < AL_ARRAY_SIZE(holders); i++)
 		if (strstr(script->str, holders[i]))
 			loader_error(l, script->pos, "runner '%s' puts %s into a shell script, where "
 			      "the task would run as shell code: use prompt: stdin or file, or pass "
 			      "it as an argument after the script (\"$1\")", k->str, holders[i]);
+	if (bare && mode == AL_PROMPT_ARG)
+		loader_error(l, argv->pos, "runner '%s' runs a shell with -c but no script, so the "
+		      "prompt (prompt: arg) would be the script and the task would run as shell "
+		      "code: give the script, and the prompt after it (\"$1\")", k->str);
 }
 
 static void parse_runner(struct loader *l, const struct al_val *k, const struct al_val *v)
 {
 	static const char *const keys[] = { "command", "prompt", "install" };
 	struct al_runner *r = al_runners_get(&l->flow->runners, k->str);
+	const struct al_val *command = NULL;
 	int mode;
 
 	if (!loader_valid_id(k->str))
@@ -96,7 +111,7 @@ static void parse_runner(struct loader *l, const struct al_val *k, const struct 
 				free(argv);
 				continue;
 			}
-			check_prompt_not_in_shell(l, k, val);
+			command = val;
 			if (r->owns_argv)
 				free((void *)r->argv);
 			r->argv = argv;
@@ -112,6 +127,8 @@ static void parse_runner(struct loader *l, const struct al_val *k, const struct 
 	}
 	if (!r->argv)
 		loader_error(l, k->pos, "runner '%s' needs a 'command'", k->str);
+	else if (command)
+		check_prompt_not_in_shell(l, k, command, r->prompt);
 }
 
 static void parse_section(struct loader *l, const struct al_val *k, const struct al_val *v)

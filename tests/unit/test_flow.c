@@ -1067,6 +1067,17 @@ Test(flow, prompt_in_a_shell_script_is_refused_where_it_is_written)
 	}
 }
 
+Test(flow, a_bare_shell_dash_c_does_not_take_the_prompt_as_its_script)
+{
+	cr_assert_eq(load_runner("[sh, -ec]"), AL_EINVALID, "prompt: arg appended as the script");
+	unit_assert_ndiags(&diags, 1);
+	unit_assert_diag(&diags, NULL, 4, 14, "runs a shell with -c but no script");
+	cr_assert_eq(load("version: 1\n"
+			  "runners: {r: {command: [sh, -c], prompt: stdin}}\n"
+			  "flow: {id: a, type: action, skill: s}\n"), 0,
+		     "on standard input the prompt is not the script:%s", unit_diags_text(&diags));
+}
+
 Test(flow, prompt_as_an_argument_of_a_shell_is_accepted)
 {
 	static const char *const good[] = {
