@@ -1,7 +1,7 @@
 /*
  * libFuzzer target for the flow loader: the input is a flow file, loaded
  * and validated as `ailoop validate` does; a valid one is also drawn as
- * both graphs. It runs in tests/fixtures/flows (FUZZ_FLOWS_DIR), the root
+ * both graphs, and each of its runners' templates is expanded. It runs in tests/fixtures/flows (FUZZ_FLOWS_DIR), the root
  * of the corpus's flows, so that the agent files they name are loaded and
  * checked too; the flow itself is a file in a directory of its own.
  */
@@ -50,6 +50,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		al_graph_write(flow, AL_GRAPH_MERMAID, &sb);
 		al_graph_write(flow, AL_GRAPH_DOT, &sb);
 		al_strbuf_release(&sb);
+		for (size_t i = 0; i < flow->runners.n; i++) {
+			struct al_runner_vars vars = { "model", "Read,Write", NULL, "the prompt",
+						       "prompt.md" };
+
+			al_argv_free(al_runner_argv(&flow->runners.v[i], &vars));
+		}
 	}
 	fuzz_print(&diags);
 	al_flow_free(flow);
