@@ -6,6 +6,7 @@
 
 #include <git2.h>
 #include <dirent.h>
+#include <errno.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +22,8 @@ struct al_git {
 	bool following;
 	char *branch_ref; /* "refs/heads/…", NULL for a detached HEAD */
 	git_oid last;     /* ailoop's last commit there, or HEAD when following began */
+	char **skipped;   /* nested repositories without a commit, warned about once */
+	size_t nskipped, skipped_alloc;
 };
 
 static int fail(const char *what)
@@ -85,6 +88,7 @@ void al_git_free(struct al_git *g)
 	git_signature_free(g->author);
 	git_signature_free(g->committer);
 	free(g->branch_ref);
+	al_strv_free(g->skipped, g->nskipped);
 	git_repository_free(g->repo);
 	free(g);
 }
@@ -468,6 +472,78 @@ static int stage_own_files(git_index *index, git_repository *repo, const char *d
 }
 
 /*
+ * A git repository in the work tree that the index does not know (an agent
+ * cloned or made one): recorded as `git add` records it, a gitlink to the
+ * commit checked out in it. One without a commit has nothing to link to:
+ * it is left out, and said so once.
+ */
+static int add_nested_repo(struct al_git *g, git_index *index, const char *path)
+{
+	char *dir = al_strndup(path, strlen(path) - 1);
+	git_repository *sub = NULL;
+	git_oid head;
+	int rc = 0;
+
+	if (git_repository_open(&sub, dir) == 0 &&
+	    git_reference_name_to_id(&head, sub, "HEAD") == 0) {
+		rc = git_index_add_bypath(index, dir);
+	} else {
+		size_t i = 0;
+
+		while (i < g->nskipped && strcmp(g->skipped[i], dir))
+			i++;
+		if (i == g->nskipped) {
+			fprintf(stderr, "ailoop: warning: '%s' is a git repository without a commit: "
+				"it is left out of the run's commits until it has one\n", dir);
+			AL_GROW(g->skipped, g->nskipped, g->skipped_alloc);
+			g->skipped[g->nskipped++] = al_strdup(dir);
+		}
+	}
+	git_repository_free(sub);
+	free(dir);
+	return rc;
+}
+
+/*
+ * Gitlinks (submodules, nested repositories) whose repository has another
+ * commit checked out now. The status pass leaves submodules out (scanning
+ * their work trees would cost a status of each), so their HEADs are read
+ * here and recorded as `git add -A` records them; one whose directory is
+ * gone is removed, one not checked out (no repository there) stays.
+ */
+static int stage_gitlinks(git_index *index, size_t *staged)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < git_index_entrycount(index) && rc == 0; i++) {
+		const git_index_entry *e = git_index_get_byindex(index, i);
+		git_repository *sub = NULL;
+		git_index_entry moved;
+		struct stat st;
+		char *path;
+
+		if (e->mode != GIT_FILEMODE_COMMIT || git_index_entry_stage(e))
+			continue;
+		path = al_strdup(e->path); /* the entry, path and all, goes when replaced */
+		moved = *e;
+		moved.path = path;
+		if (lstat(path, &st) < 0 && errno == ENOENT) {
+			++*staged;
+			rc = git_index_remove_bypath(index, path);
+			i--; /* the next entry took its place */
+		} else if (git_repository_open(&sub, path) == 0 &&
+			   git_reference_name_to_id(&moved.id, sub, "HEAD") == 0 &&
+			   !git_oid_equal(&moved.id, &e->id)) {
+			++*staged;
+			rc = git_index_add(index, &moved);
+		}
+		git_repository_free(sub);
+		free(path);
+	}
+	return rc;
+}
+
+/*
  * Brings the index in line with the work tree. ailoop's own files are
  * staged first and the index written, so that the status pass that finds
  * everything else (what agents changed) sees them as unchanged and does not
@@ -506,11 +582,13 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 			rc = git_index_remove_bypath(index, path);
 		else if (al_starts_with(path, ".ai-loop/runs/"))
 			rc = add_own_file(index, repo, path);
+		else if (al_ends_with(path, "/")) /* only a repository is listed as a directory */
+			rc = add_nested_repo(g, index, path);
 		else
 			rc = git_index_add_bypath(index, path);
 	}
 	git_status_list_free(list);
-	return rc;
+	return rc < 0 ? rc : stage_gitlinks(index, staged);
 }
 
 int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir,

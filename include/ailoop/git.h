@@ -59,7 +59,8 @@ int al_git_check_head(struct al_git *g, const char *own_dir);
  * Commits the whole work tree (respecting .gitignore, leaving out lock
  * files under .ai-loop/runs/) on top of HEAD, whatever agents committed
  * meanwhile (AL_EMOVED, committing nothing, if al_git_check_head() says
- * HEAD moved). `own_dir` (may be NULL) is a directory of files ailoop itself
+ * HEAD moved). Repositories inside the work tree are recorded as gitlinks
+ * to the commit checked out in them, as `git add -A` does. `own_dir` (may be NULL) is a directory of files ailoop itself
  * wrote, under .ai-loop/runs/, staged directly for speed. Author and committer come from GIT_AUTHOR_NAME/EMAIL and
  * GIT_COMMITTER_NAME/EMAIL, then the git config, then "ailoop <ailoop@localhost>".
  */
