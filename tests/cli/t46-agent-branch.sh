@@ -21,6 +21,10 @@ Fixes one item, and does something to git once.
 MD
 }
 
+run "$AILOOP" --help
+expect_in "$out" "or an agent moved HEAD off the run's branch (the run is paused)" \
+	"--help says what exit 1 also means"
+
 # an actuator that switches to a new branch
 R=$TEST_TMP/switch
 loop_repo "$R" a b
