@@ -85,6 +85,12 @@ cd "$R"
 run "$AILOOP" run "fix it"
 expect_rc 1 "switch and commit: caught"
 expect_in "$err" "git branch -f ai-loop/fix-it other" "switch and commit: says how to keep the agent's commits"
+# resume cannot check the run's branch out over the agent's commit: it says how
+run "$AILOOP" resume
+expect_rc 70 "switch and commit: resume without following the advice is refused"
+expect_in "$err" "HEAD is on branch 'other': if an agent committed there on top of the run, keep its commits with 'git branch -f ai-loop/fix-it other && git checkout ai-loop/fix-it'" \
+	"switch and commit: resume's refusal says how to go back"
+expect_eq "$(git rev-parse --abbrev-ref HEAD)" "other" "switch and commit: the refused resume left HEAD alone"
 git branch -f ai-loop/fix-it other && git checkout -q ai-loop/fix-it
 run "$AILOOP" resume
 expect_rc 0 "switch and commit: resume after following the advice"
