@@ -6,6 +6,7 @@
 
 #include <git2.h>
 #include <dirent.h>
+#include <errno.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +18,12 @@ struct al_git {
 	git_repository *repo;
 	git_signature *author;    /* who commits, worked out once */
 	git_signature *committer;
+	/* where the run commits (al_git_follow): a branch, or a detached HEAD */
+	bool following;
+	char *branch_ref; /* "refs/heads/…", NULL for a detached HEAD */
+	git_oid last;     /* ailoop's last commit there, or HEAD when following began */
+	char **skipped;   /* nested repositories without a commit, warned about once */
+	size_t nskipped, skipped_alloc;
 };
 
 static int fail(const char *what)
@@ -80,6 +87,8 @@ void al_git_free(struct al_git *g)
 		return;
 	git_signature_free(g->author);
 	git_signature_free(g->committer);
+	free(g->branch_ref);
+	al_strv_free(g->skipped, g->nskipped);
 	git_repository_free(g->repo);
 	free(g);
 }
@@ -102,6 +111,163 @@ int al_git_head(struct al_git *g, char **branch, char oid[AL_OID_HEX])
 		*branch = al_strdup(git_reference_shorthand(head));
 	git_reference_free(head);
 	return 0;
+}
+
+/* HEAD: its branch ("refs/heads/…", NULL if detached) and commit (*born false: none yet). */
+static int head_state(struct al_git *g, char **ref, git_oid *tip, bool *born)
+{
+	git_reference *head = NULL;
+
+	*ref = NULL;
+	*born = true;
+	if (git_reference_lookup(&head, g->repo, "HEAD") < 0)
+		return fail("cannot read HEAD");
+	if (git_reference_type(head) == GIT_REFERENCE_SYMBOLIC) {
+		*ref = al_strdup(git_reference_symbolic_target(head));
+		*born = git_reference_name_to_id(tip, g->repo, *ref) == 0;
+	} else {
+		git_oid_cpy(tip, git_reference_target(head));
+	}
+	git_reference_free(head);
+	return 0;
+}
+
+int al_git_follow(struct al_git *g)
+{
+	char *ref;
+	git_oid tip;
+	bool born;
+	int rc = head_state(g, &ref, &tip, &born);
+
+	if (rc == 0 && !born)
+		rc = al_err(AL_ENOTFOUND, "the repository has no commit yet (make a first commit)");
+	if (rc < 0) {
+		free(ref);
+		return rc;
+	}
+	free(g->branch_ref);
+	g->branch_ref = ref;
+	g->last = tip;
+	g->following = true;
+	return 0;
+}
+
+static const char *branch_name(const char *ref)
+{
+	return al_starts_with(ref, "refs/heads/") ? ref + strlen("refs/heads/") : ref;
+}
+
+/* 1 if `tip` is ailoop's last commit or has it as an ancestor, 0 if not, or an error. */
+static int contains_last(struct al_git *g, const git_oid *tip)
+{
+	int rc;
+
+	if (git_oid_equal(tip, &g->last))
+		return 1;
+	rc = git_graph_descendant_of(g->repo, tip, &g->last);
+	return rc < 0 ? fail("cannot read the history") : rc;
+}
+
+/* HEAD is on `ref` (NULL: detached at `tip`), not where the run commits. */
+static int switched(struct al_git *g, const char *ref, const git_oid *tip)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	const char *run = g->branch_ref ? branch_name(g->branch_ref) : NULL;
+	char last[13], at[13] = "";
+	int ahead = -1; /* 1: the run's commits and more, 0: the run's last commit, -1: neither */
+
+	git_oid_tostr(last, sizeof(last), &g->last);
+	if (tip) {
+		int has = contains_last(g, tip);
+
+		if (has < 0)
+			return has;
+		ahead = !has ? -1 : git_oid_equal(tip, &g->last) ? 0 : 1;
+		git_oid_tostr(at, sizeof(at), tip);
+	}
+	if (ref)
+		al_strbuf_addf(&sb, "HEAD is on branch '%s'", branch_name(ref));
+	else
+		al_strbuf_addf(&sb, "HEAD is detached at %s", at);
+	if (run)
+		al_strbuf_addf(&sb, ", not on the run's branch '%s'", run);
+	else
+		al_strbuf_addf(&sb, ", but the run works on a detached HEAD (at %s)", last);
+	al_strbuf_adds(&sb, ": an agent switched branches, and ailoop committed nothing; ");
+	if (run && ahead == 1)
+		al_strbuf_addf(&sb, "to keep the commits made there, go back with 'git branch -f %s "
+			       "%s && git checkout %s'", run, ref ? branch_name(ref) : at, run);
+	else if (run)
+		al_strbuf_addf(&sb, "go back with 'git checkout %s' (%s)", run,
+			       ahead == 0 ? "the work tree comes along"
+					  : "first keep what you need from where HEAD is");
+	else
+		al_strbuf_addf(&sb, "go back with 'git checkout --detach %s'", ahead == 1 ? at : last);
+	al_strbuf_adds(&sb, ", then resume the run");
+	al_err(AL_EMOVED, "%s", sb.buf);
+	al_strbuf_release(&sb);
+	return AL_EMOVED;
+}
+
+/* The run's branch (or detached HEAD) no longer holds ailoop's last commit. */
+static int moved(struct al_git *g, const git_oid *tip, const char *own_dir)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	char last[13], at[13] = "";
+
+	git_oid_tostr(last, sizeof(last), &g->last);
+	if (tip)
+		git_oid_tostr(at, sizeof(at), tip);
+	if (!g->branch_ref)
+		al_strbuf_addf(&sb, "HEAD was moved to %s, which does not contain", at);
+	else if (tip)
+		al_strbuf_addf(&sb, "the run's branch '%s' was moved to %s, which does not contain",
+			       branch_name(g->branch_ref), at);
+	else
+		al_strbuf_addf(&sb, "the run's branch '%s' was deleted, with",
+			       branch_name(g->branch_ref));
+	al_strbuf_addf(&sb, " ailoop's last commit %s: an agent reset or rewrote it, and ailoop "
+		       "committed nothing; put it back with 'git reset --soft %s", last, last);
+	if (own_dir)
+		al_strbuf_addf(&sb, " && git checkout %s -- %s' (the run's files as committed; the "
+			       "rest of the work tree stays as it is)", last, own_dir);
+	else
+		al_strbuf_adds(&sb, "' (the work tree stays as it is)");
+	al_strbuf_adds(&sb, ", then resume the run");
+	al_err(AL_EMOVED, "%s", sb.buf);
+	al_strbuf_release(&sb);
+	return AL_EMOVED;
+}
+
+/* Whether HEAD (`ref`, `tip`) is where the run commits; AL_EMOVED says how not. */
+static int check_head(struct al_git *g, const char *ref, const git_oid *tip, bool born,
+		      const char *own_dir)
+{
+	int rc;
+
+	if (!g->following)
+		return 0;
+	if (ref && g->branch_ref ? strcmp(ref, g->branch_ref) : ref != g->branch_ref)
+		return switched(g, ref, born ? tip : NULL);
+	if (!born)
+		return moved(g, NULL, own_dir);
+	rc = contains_last(g, tip);
+	return rc == 0 ? moved(g, tip, own_dir) : rc < 0 ? rc : 0;
+}
+
+int al_git_check_head(struct al_git *g, const char *own_dir)
+{
+	char *ref = NULL;
+	git_oid tip;
+	bool born;
+	int rc;
+
+	if (!g->following)
+		return 0;
+	if ((rc = head_state(g, &ref, &tip, &born)) == 0)
+		rc = check_head(g, ref, &tip, born, own_dir);
+	free(ref);
+	return rc;
 }
 
 /*
@@ -306,14 +472,87 @@ static int stage_own_files(git_index *index, git_repository *repo, const char *d
 }
 
 /*
+ * A git repository in the work tree that the index does not know (an agent
+ * cloned or made one): recorded as `git add` records it, a gitlink to the
+ * commit checked out in it. One without a commit has nothing to link to:
+ * it is left out, and said so once.
+ */
+static int add_nested_repo(struct al_git *g, git_index *index, const char *path)
+{
+	char *dir = al_strndup(path, strlen(path) - 1);
+	git_repository *sub = NULL;
+	git_oid head;
+	int rc = 0;
+
+	if (git_repository_open(&sub, dir) == 0 &&
+	    git_reference_name_to_id(&head, sub, "HEAD") == 0) {
+		rc = git_index_add_bypath(index, dir);
+	} else {
+		size_t i = 0;
+
+		while (i < g->nskipped && strcmp(g->skipped[i], dir))
+			i++;
+		if (i == g->nskipped) {
+			fprintf(stderr, "ailoop: warning: '%s' is a git repository without a commit: "
+				"it is left out of the run's commits until it has one\n", dir);
+			AL_GROW(g->skipped, g->nskipped, g->skipped_alloc);
+			g->skipped[g->nskipped++] = al_strdup(dir);
+		}
+	}
+	git_repository_free(sub);
+	free(dir);
+	return rc;
+}
+
+/*
+ * Gitlinks (submodules, nested repositories) whose repository has another
+ * commit checked out now. The status pass leaves submodules out (scanning
+ * their work trees would cost a status of each), so their HEADs are read
+ * here and recorded as `git add -A` records them; one whose directory is
+ * gone is removed, one not checked out (no repository there) stays.
+ */
+static int stage_gitlinks(git_index *index, size_t *staged)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < git_index_entrycount(index) && rc == 0; i++) {
+		const git_index_entry *e = git_index_get_byindex(index, i);
+		git_repository *sub = NULL;
+		git_index_entry moved;
+		struct stat st;
+		char *path;
+
+		if (e->mode != GIT_FILEMODE_COMMIT || git_index_entry_stage(e))
+			continue;
+		path = al_strdup(e->path); /* the entry, path and all, goes when replaced */
+		moved = *e;
+		moved.path = path;
+		if (lstat(path, &st) < 0 && errno == ENOENT) {
+			++*staged;
+			rc = git_index_remove_bypath(index, path);
+			i--; /* the next entry took its place */
+		} else if (git_repository_open(&sub, path) == 0 &&
+			   git_reference_name_to_id(&moved.id, sub, "HEAD") == 0 &&
+			   !git_oid_equal(&moved.id, &e->id)) {
+			++*staged;
+			rc = git_index_add(index, &moved);
+		}
+		git_repository_free(sub);
+		free(path);
+	}
+	return rc;
+}
+
+/*
  * Brings the index in line with the work tree. ailoop's own files are
  * staged first and the index written, so that the status pass that finds
  * everything else (what agents changed) sees them as unchanged and does not
  * hash them again: libgit2 re-hashes every file newer than the index.
  */
-static int stage_changes(git_index *index, git_repository *repo, const char *own_dir,
+static int stage_changes(struct al_git *g, git_index *index, const char *own_dir,
 			 size_t *staged)
 {
+	git_repository *repo = g->repo;
 	git_status_options opts;
 	git_status_list *list = NULL;
 	int rc = 0;
@@ -343,11 +582,13 @@ static int stage_changes(git_index *index, git_repository *repo, const char *own
 			rc = git_index_remove_bypath(index, path);
 		else if (al_starts_with(path, ".ai-loop/runs/"))
 			rc = add_own_file(index, repo, path);
+		else if (al_ends_with(path, "/")) /* only a repository is listed as a directory */
+			rc = add_nested_repo(g, index, path);
 		else
 			rc = git_index_add_bypath(index, path);
 	}
 	git_status_list_free(list);
-	return rc;
+	return rc < 0 ? rc : stage_gitlinks(index, staged);
 }
 
 int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir,
@@ -355,15 +596,24 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 {
 	git_index *index = NULL;
 	git_tree *tree = NULL;
-	git_reference *head = NULL;
 	git_commit *parent = NULL;
 	git_signature *author = NULL, *committer = NULL;
 	git_oid tree_oid, commit_oid;
+	char *ref = NULL;
+	git_oid tip;
+	bool born;
 	size_t staged = 1;
 	int rc = 0;
 
+	/* an agent may have moved HEAD: the run commits where it is, or nowhere */
+	if ((rc = head_state(g, &ref, &tip, &born)) < 0 ||
+	    (rc = check_head(g, ref, &tip, born, own_dir)) < 0) {
+		free(ref);
+		return rc;
+	}
+	free(ref);
 	if (git_repository_index(&index, g->repo) < 0 || git_index_read(index, 0) < 0 ||
-	    stage_changes(index, g->repo, own_dir, &staged) < 0 ||
+	    stage_changes(g, index, own_dir, &staged) < 0 ||
 	    (staged && git_index_write(index) < 0) ||
 	    git_index_write_tree(&tree_oid, index) < 0 ||
 	    git_tree_lookup(&tree, g->repo, &tree_oid) < 0) {
@@ -371,8 +621,7 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 		goto done;
 	}
 	al_crash_point("staged");
-	if (git_repository_head(&head, g->repo) < 0 ||
-	    git_commit_lookup(&parent, g->repo, git_reference_target(head)) < 0) {
+	if (git_commit_lookup(&parent, g->repo, &tip) < 0) {
 		rc = fail("cannot read HEAD");
 		goto done;
 	}
@@ -394,12 +643,12 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 	}
 	if (oid)
 		git_oid_tostr(oid, AL_OID_HEX, &commit_oid);
+	g->last = commit_oid;
 	al_crash_point("committed"); /* before any state records the commit */
 done:
 	git_signature_free(author);
 	git_signature_free(committer);
 	git_commit_free(parent);
-	git_reference_free(head);
 	git_tree_free(tree);
 	git_index_free(index);
 	return rc;

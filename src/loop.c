@@ -242,7 +242,10 @@ static int commit(struct loop *lp, bool *done)
 				       lp->st.summary ? lp->st.summary : "-" };
 	al_run_event(lp->ex->run, "loop_iteration", "{s:s, s:s, s:s, s:s}", "node", lp->n->path,
 		     "label", lp->st.label, "status", lp->st.status, "sensors", line.buf);
-	rc = al_node_state_final(&lp->st) ? before_last_commit(lp) : 0;
+	/* an agent that moved HEAD stops the run before anything is written for the commit */
+	rc = al_git_check_head(lp->ex->git, lp->ex->run->dir);
+	if (rc == 0 && al_node_state_final(&lp->st))
+		rc = before_last_commit(lp);
 	if (rc == 0)
 		rc = al_exec_commit(lp->ex, &f, lp->resumed);
 	lp->resumed = false;

@@ -40,9 +40,27 @@ int al_git_branch_create(struct al_git *g, const char *name);
 int al_git_checkout(struct al_git *g, const char *branch);
 
 /*
+ * Takes where HEAD is now, a branch or a detached commit, as where the run
+ * commits: from then on al_git_commit_all() commits there only, on top of
+ * its own last commit or of commits an agent made on top of it.
+ */
+int al_git_follow(struct al_git *g);
+
+/*
+ * AL_EMOVED if HEAD has left what al_git_follow() took (an agent checked
+ * out another branch or commit) or no longer contains ailoop's last commit
+ * (an agent reset the branch): the message names both and says how to put
+ * HEAD back (restoring `own_dir`, the run's files, may be NULL). 0 if HEAD
+ * is where it should be, or nothing is followed.
+ */
+int al_git_check_head(struct al_git *g, const char *own_dir);
+
+/*
  * Commits the whole work tree (respecting .gitignore, leaving out lock
  * files under .ai-loop/runs/) on top of HEAD, whatever agents committed
- * meanwhile. `own_dir` (may be NULL) is a directory of files ailoop itself
+ * meanwhile (AL_EMOVED, committing nothing, if al_git_check_head() says
+ * HEAD moved). Repositories inside the work tree are recorded as gitlinks
+ * to the commit checked out in them, as `git add -A` does. `own_dir` (may be NULL) is a directory of files ailoop itself
  * wrote, under .ai-loop/runs/, staged directly for speed. Author and committer come from GIT_AUTHOR_NAME/EMAIL and
  * GIT_COMMITTER_NAME/EMAIL, then the git config, then "ailoop <ailoop@localhost>".
  */

@@ -22,6 +22,7 @@ enum {
 	AL_EUSAGE = -8,      /* bad command line */
 	AL_EAGENT = -9,      /* an agent failed (exit status, no output, …) */
 	AL_EBLOCKED = -10,   /* the circuit breaker opened */
+	AL_EMOVED = -11,     /* an agent moved HEAD off the run's branch, or reset it */
 };
 
 /* Records the message of a failure and returns `code`. */

@@ -177,9 +177,18 @@ static int enter_branch(struct al_git *git, const struct al_run *run)
 		return 0;
 	if (al_git_head(git, &current, NULL) == 0 && current && !strcmp(current, run->st.branch))
 		goto done;
-	if (al_git_branch_exists(git, run->st.branch))
+	if (al_git_branch_exists(git, run->st.branch)) {
 		rc = al_git_checkout(git, run->st.branch);
-	else if (current && run->st.base_branch && !strcmp(current, run->st.base_branch))
+		if (rc < 0 && current) { /* say how HEAD can get back: an agent may have moved it */
+			char *why = al_strdup(al_errmsg());
+
+			rc = al_err(rc, "%s; HEAD is on branch '%s': if an agent committed there on top "
+				    "of the run, keep its commits with 'git branch -f %s %s && git "
+				    "checkout %s', else commit or stash what is in the way; then resume "
+				    "the run", why, current, run->st.branch, current, run->st.branch);
+			free(why);
+		}
+	} else if (current && run->st.base_branch && !strcmp(current, run->st.base_branch))
 		rc = al_git_branch_create(git, run->st.branch);
 	else
 		rc = al_err(AL_ENOTFOUND, "the run's branch '%s' does not exist (and HEAD is not "
@@ -268,7 +277,7 @@ static int resume(const char *id, bool force, bool json)
 				   run->st.run_id, run->st.status);
 		goto done;
 	}
-	if ((rc = enter_branch(git, run)) < 0) {
+	if ((rc = enter_branch(git, run)) < 0 || (rc = al_git_follow(git)) < 0) {
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
 	}

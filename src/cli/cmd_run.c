@@ -240,18 +240,18 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 					    "('%s'): commit or stash them, or pass --allow-dirty", dirty);
 		goto done;
 	}
-	if (!base)
-		base = al_strndup(oid, 12);
-	if (o->no_branch) {
+	if (o->no_branch && base) {
 		branch = al_strdup(base);
-	} else {
+	} else if (!o->no_branch) {
 		char *s = slug(task);
 
 		name = al_xprintf("ai-loop/%s", s);
 		branch = al_git_branch_free_name(git, name);
 		free(s);
 		free(name);
-	}
+	} /* else no branch: the run follows a detached HEAD */
+	if (!base)
+		base = al_strndup(oid, 12);
 	al_sha256_hex(flow->text, flow->text_len, sha);
 	init.task = task;
 	init.flow = flow->file;
@@ -260,7 +260,8 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	init.base_branch = base;
 	/* the run records its branch first: a resume can make a branch never made */
 	if ((rc = al_run_create(&run, &init)) < 0 ||
-	    (!o->no_branch && (rc = al_git_branch_create(git, branch)) < 0)) {
+	    (!o->no_branch && (rc = al_git_branch_create(git, branch)) < 0) ||
+	    (rc = al_git_follow(git)) < 0) {
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
 	}
@@ -269,7 +270,8 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 		al_progress_note(&progress, "ailoop: run %s on branch %s (from %s)",
 				 run->st.run_id, branch, base);
 	else
-		al_progress_note(&progress, "ailoop: run %s on %s", run->st.run_id, branch);
+		al_progress_note(&progress, "ailoop: run %s on %s", run->st.run_id,
+				 branch ? branch : "a detached HEAD");
 	ex.flow = flow;
 	ex.git = git;
 	ex.run = run;

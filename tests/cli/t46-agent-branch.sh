@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# An agent that moves HEAD off the run's branch (checks out another branch,
+# resets the branch behind ailoop's last commit): ailoop commits nothing
+# anywhere, pauses the run with an error naming both branches or commits
+# and what to do, exits 1, and resume goes on once the user has put the
+# branch back. An agent that commits on the run's branch is fine.
+. "$(dirname "$0")/lib.sh"
+
+# once_agent DIR NAME COMMAND: an actuator that fixes one item, and runs
+# COMMAND (a shell line) the first time only
+once_agent() {
+	local marker=$TEST_TMP/$2.done
+	cat >"$1/.ai-loop/agents/$2.md" <<MD
+---
+name: $2
+command: >-
+  sh .ai-loop/agents/fix.sh &&
+  if [ ! -e $marker ]; then touch $marker; $3; fi
+---
+Fixes one item, and does something to git once.
+MD
+}
+
+run "$AILOOP" --help
+expect_in "$out" "or an agent moved HEAD off the run's branch (the run is paused)" \
+	"--help says what exit 1 also means"
+
+# an actuator that switches to a new branch
+R=$TEST_TMP/switch
+loop_repo "$R" a b
+once_agent "$R" switcher "git checkout -q -b other"
+one_loop "$R" switcher.md
+commit_all "$R"
+cd "$R"
+base=$(git rev-parse HEAD)
+run "$AILOOP" run "fix it"
+expect_rc 1 "branch switch: an agent error"
+expect_in "$err" "HEAD is on branch 'other', not on the run's branch 'ai-loop/fix-it'" \
+	"branch switch: the error names both branches"
+expect_in "$err" "git checkout ai-loop/fix-it" "branch switch: says how to go back"
+expect_in "$out" "is paused: continue it with 'ailoop resume" "branch switch: the run is paused"
+expect_in "$(cat .ai-loop/runs/run_*/run-state.md)" "status: paused" "branch switch: run-state paused"
+expect_eq "$(git rev-parse --abbrev-ref HEAD)" "other" "branch switch: HEAD left where the agent put it"
+expect_eq "$(git rev-parse other)" "$(git rev-parse ai-loop/fix-it)" \
+	"branch switch: no ailoop commit on the other branch"
+expect_eq "$(git log --format=%s "$base"..ai-loop/fix-it | grep -c '^ai-loop')" "1" \
+	"branch switch: the run's branch keeps its commit"
+grep -qx b todo.txt && ! grep -qx a todo.txt && pass ||
+	fail "branch switch: the agent's work is still in the work tree"
+# the user goes back; resume continues the iteration and completes
+git checkout -q ai-loop/fix-it
+run "$AILOOP" resume
+expect_rc 0 "branch switch: resume after switching back"
+expect_eq "$(labels "$R")" "0 1 2 3" "branch switch: every iteration on the run's branch"
+expect_eq "$(git rev-parse other)" "$(git rev-parse ai-loop/fix-it~3)" \
+	"branch switch: nothing was committed on the other branch"
+expect_eq "$(cat todo.txt)" "" "branch switch: the work was kept"
+expect_eq "$(git status --porcelain)" "" "branch switch: clean tree after the run"
+
+# without switching back, resume checks the run's branch out (the work tree comes along)
+R=$TEST_TMP/switch-resume
+loop_repo "$R" a
+once_agent "$R" switcher "git checkout -q -b other"
+one_loop "$R" switcher.md
+commit_all "$R"
+rm -f "$TEST_TMP/switcher.done"
+cd "$R"
+run "$AILOOP" run "fix it"
+expect_rc 1 "switch, resume at once: the switch is caught"
+run "$AILOOP" resume
+expect_rc 0 "switch, resume at once: resume completes"
+expect_eq "$(git rev-parse --abbrev-ref HEAD)" "ai-loop/fix-it" "switch, resume at once: back on the run's branch"
+expect_eq "$(labels "$R")" "0 1 2" "switch, resume at once: the iteration is committed"
+expect_eq "$(git log --format=%s other | grep -c '^ai-loop')" "1" \
+	"switch, resume at once: nothing committed on the other branch"
+
+# an agent that commits on the branch it switched to: the advice keeps its commit
+R=$TEST_TMP/switch-commit
+loop_repo "$R" a b
+once_agent "$R" switcher "git checkout -q -b other && git add -A && git commit -q -m 'agent: on other'"
+one_loop "$R" switcher.md
+commit_all "$R"
+rm -f "$TEST_TMP/switcher.done"
+cd "$R"
+run "$AILOOP" run "fix it"
+expect_rc 1 "switch and commit: caught"
+expect_in "$err" "git branch -f ai-loop/fix-it other" "switch and commit: says how to keep the agent's commits"
+# resume cannot check the run's branch out over the agent's commit: it says how
+run "$AILOOP" resume
+expect_rc 70 "switch and commit: resume without following the advice is refused"
+expect_in "$err" "HEAD is on branch 'other': if an agent committed there on top of the run, keep its commits with 'git branch -f ai-loop/fix-it other && git checkout ai-loop/fix-it'" \
+	"switch and commit: resume's refusal says how to go back"
+expect_eq "$(git rev-parse --abbrev-ref HEAD)" "other" "switch and commit: the refused resume left HEAD alone"
+git branch -f ai-loop/fix-it other && git checkout -q ai-loop/fix-it
+run "$AILOOP" resume
+expect_rc 0 "switch and commit: resume after following the advice"
+expect_in "$(git log --format=%s)" "agent: on other" "switch and commit: the agent's commit is in the run"
+expect_eq "$(labels "$R")" "0 1 2 3" "switch and commit: every iteration committed"
+
+# an agent that detaches HEAD
+R=$TEST_TMP/detach
+loop_repo "$R" a
+once_agent "$R" detacher "git checkout -q --detach"
+one_loop "$R" detacher.md
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix it"
+expect_rc 1 "detached HEAD: caught"
+expect_in "$err" "HEAD is detached at" "detached HEAD: says so"
+expect_in "$err" "not on the run's branch 'ai-loop/fix-it'" "detached HEAD: names the run's branch"
+
+# an agent that resets the run's branch behind ailoop's last commit
+R=$TEST_TMP/reset
+loop_repo "$R" a b
+once_agent "$R" resetter "git reset -q --hard HEAD~1"
+one_loop "$R" resetter.md
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix it"
+last=$(git rev-parse --short=12 ORIG_HEAD)
+expect_rc 1 "reset: an agent error"
+expect_in "$err" "the run's branch 'ai-loop/fix-it' was moved to $(git rev-parse --short=12 HEAD), which does not contain ailoop's last commit $last" \
+	"reset: the error names both commits"
+expect_in "$err" "git reset --soft $last" "reset: says how to put it back"
+expect_eq "$(git log --format=%s | grep -c '^ai-loop')" "0" "reset: nothing committed on top of the reset"
+id=$(ls .ai-loop/runs | head -1)
+git reset -q --soft "$last" && git checkout -q "$last" -- ".ai-loop/runs/$id"
+run "$AILOOP" resume
+expect_rc 0 "reset: resume after putting it back"
+expect_eq "$(labels "$R")" "0 1 2 3" "reset: no label lost or repeated"
+expect_eq "$(cat todo.txt)" "" "reset: the run completes its work"
+
+# --no-branch on a detached HEAD: the run follows the detached HEAD
+R=$TEST_TMP/detached-run
+loop_repo "$R" a
+once_agent "$R" brancher "git checkout -q -b other"
+one_loop "$R" brancher.md
+commit_all "$R"
+rm -f "$TEST_TMP/brancher.done"
+cd "$R"
+git checkout -q --detach
+run "$AILOOP" run --no-branch "fix it"
+expect_rc 1 "detached run: a switch to a branch is caught"
+expect_in "$err" "HEAD is on branch 'other', but the run works on a detached HEAD" \
+	"detached run: the error says the run is on a detached HEAD"
+git checkout -q --detach other
+run "$AILOOP" resume
+expect_rc 0 "detached run: resumes on the detached HEAD"
+expect_eq "$(git rev-parse --abbrev-ref HEAD)" "HEAD" "detached run: HEAD still detached"
+expect_eq "$(labels "$R")" "0 1 2" "detached run: every iteration committed"
+
+# an agent that deletes the run's branch
+R=$TEST_TMP/deleted
+loop_repo "$R" a
+once_agent "$R" deleter2 "git update-ref -d refs/heads/ai-loop/fix-it"
+one_loop "$R" deleter2.md
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix it"
+expect_rc 1 "deleted branch: caught"
+expect_in "$err" "the run's branch 'ai-loop/fix-it' was deleted, with ailoop's last commit" \
+	"deleted branch: says so"
+expect_in "$err" "put it back with 'git reset --soft " "deleted branch: says how to put it back"
+
+# a run on a detached HEAD whose HEAD an agent moves back
+R=$TEST_TMP/detached-reset
+loop_repo "$R" a
+once_agent "$R" backer "git reset -q --soft HEAD~1"
+one_loop "$R" backer.md
+commit_all "$R"
+cd "$R"
+git checkout -q --detach
+run "$AILOOP" run --no-branch "fix it"
+expect_rc 1 "detached run moved back: caught"
+expect_in "$err" "HEAD was moved to $(git rev-parse --short=12 HEAD), which does not contain ailoop's last commit" \
+	"detached run moved back: names the commits"
+
+# --no-branch: the run's branch is the one it started on
+R=$TEST_TMP/nobranch
+loop_repo "$R" a
+once_agent "$R" brancher "git checkout -q -b other"
+one_loop "$R" brancher.md
+commit_all "$R"
+rm -f "$TEST_TMP/brancher.done"
+cd "$R"
+run "$AILOOP" run --no-branch "fix it"
+expect_rc 1 "--no-branch: a switch is caught"
+expect_in "$err" "HEAD is on branch 'other', not on the run's branch 'main'" "--no-branch: names main"
+
+# an agent that commits by itself on the run's branch is fine
+R=$TEST_TMP/self
+loop_repo "$R" a b
+one_loop "$R" self-commit.md
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix it"
+expect_rc 0 "agent commits on the run's branch: allowed"
+expect_eq "$(git log --format=%s | grep -c '^agent: fixed one item itself')" "2" \
+	"agent commits on the run's branch: kept"
+
+finish
