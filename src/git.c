@@ -84,6 +84,11 @@ void al_git_free(struct al_git *g)
 	free(g);
 }
 
+const char *al_git_dir(struct al_git *g)
+{
+	return git_repository_path(g->repo);
+}
+
 int al_git_head(struct al_git *g, char **branch, char oid[AL_OID_HEX])
 {
 	git_reference *head = NULL;

@@ -17,6 +17,8 @@ struct al_git;
 /* Opens the repository whose work tree is the current directory. */
 int al_git_open(struct al_git **out);
 void al_git_free(struct al_git *g);
+/* The work tree's own git directory (".git/", or .git/worktrees/NAME/). */
+const char *al_git_dir(struct al_git *g);
 
 /*
  * The checked-out branch ("main"; NULL with HEAD detached, caller frees)
