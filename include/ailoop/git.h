@@ -57,11 +57,14 @@ int al_git_message(struct al_git *g, const char *rev, char **message);
 /*
  * Calls `fn` for each commit reachable from `rev`, newest first, until it
  * returns non-zero (which is then returned). `hide` (may be NULL) and its
- * ancestors are left out.
+ * ancestors are left out. In a shallow clone (and without `hide`), it
+ * follows first parents as far as the clone reaches.
  */
 typedef int (*al_git_walk_fn)(const char *oid, const char *message, int64_t time, void *data);
 int al_git_walk(struct al_git *g, const char *rev, const char *hide, al_git_walk_fn fn,
 		void *data);
+/* Whether the repository is a shallow clone (its oldest commits lack their parents). */
+bool al_git_is_shallow(struct al_git *g);
 
 /*
  * Removes lock files a killed ailoop left in the repository (the index's,
