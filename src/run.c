@@ -306,7 +306,7 @@ int al_worktree_lock(int *fd, const char *git_dir)
 		nanosleep(&ms, NULL);
 	}
 	rc = al_err(AL_ELOCKED, "the work tree is locked by %s",
-		    who.len ? who.buf : "another ailoop process");
+		    who.len ? who.buf : "another process");
 done:
 	al_strbuf_release(&path);
 	al_strbuf_release(&who);

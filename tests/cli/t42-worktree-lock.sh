@@ -150,4 +150,30 @@ for trial in 1 2 3; do
 	expect_eq "$(labels "$R")" "0 1 2 3" "resume trial $trial: one history"
 done
 
+# --- a lock held by a process that names nobody; a lock file that cannot be opened ----
+gated_repo foreign
+flock .git/ailoop.lock sleep 30 &
+holder=$!
+i=0
+while flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do # until the holder has it
+	sleep 0.05
+	i=$((i + 1))
+done
+run "$AILOOP" run "fix all"
+expect_rc 75 "a work tree locked by another process"
+expect_in "$err" "the work tree is locked by another process" "an unnamed holder is still named a holder"
+[ ! -e .ai-loop/runs ] && pass || fail "nothing written while locked by another process"
+run "$AILOOP" resume
+expect_rc 75 "resume in a work tree locked by another process"
+kill "$holder"
+wait "$holder" 2>/dev/null
+rm -f .git/ailoop.lock
+mkdir .git/ailoop.lock
+run "$AILOOP" run "fix all"
+expect_rc 70 "a lock file that is a directory"
+expect_in "$err" "cannot open '" "the lock file that cannot be opened is named"
+expect_in "$err" "ailoop.lock': " "the lock file's name and why"
+[ ! -e .ai-loop/runs ] && pass || fail "nothing written without the lock"
+rmdir .git/ailoop.lock
+
 finish
