@@ -178,17 +178,20 @@ int al_cli_lock_worktree(struct al_git *git, int *fd)
 char *al_cli_run_on_branches(struct al_git *git, const char *wanted, bool resumable,
 			     char **branch)
 {
-	char **branches, *found = NULL;
+	char **branches, *found = NULL, *current = NULL;
 	size_t nb;
 
 	*branch = NULL;
 	if (al_git_branches(git, "ai-loop/", &branches, &nb) < 0)
 		return NULL;
+	al_git_head(git, &current, NULL);
 	for (size_t b = 0; b < nb; b++) {
-		char *rev = al_xprintf("refs/heads/%s", branches[b]), **ids;
-		size_t n;
+		char *rev = al_xprintf("refs/heads/%s", branches[b]), **ids = NULL;
+		size_t n = 0;
 
-		if (al_git_ls(git, rev, AL_RUNS_DIR, &ids, &n) < 0)
+		/* the checked-out branch's runs are here: a file missing is damage */
+		if ((!current || strcmp(current, branches[b])) &&
+		    al_git_ls(git, rev, AL_RUNS_DIR, &ids, &n) < 0)
 			n = 0;
 		for (size_t i = 0; i < n; i++) {
 			struct al_strbuf text = AL_STRBUF_INIT;
@@ -216,5 +219,6 @@ char *al_cli_run_on_branches(struct al_git *git, const char *wanted, bool resuma
 		free(rev);
 	}
 	al_strv_free(branches, nb);
+	free(current);
 	return found;
 }

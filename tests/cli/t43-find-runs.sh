@@ -67,6 +67,16 @@ expect_in "$err" "no run 'run_20000101_001'" "status names the missing run"
 run "$AILOOP" log run_20000101_001
 expect_rc 66 "log of a run that is nowhere"
 
+# on the run's own branch, a state file that is missing is damage, not elsewhere
+git checkout -q ai-loop/fix-all
+rm ".ai-loop/runs/$id/run-state.md"
+run "$AILOOP" status "$id"
+expect_rc 65 "status of a run whose state is missing on its own branch"
+expect_in "$err" "the run's state is lost" "status says the state is lost"
+expect_not_in "$out" "read from" "status does not read the branch it is on as elsewhere"
+git checkout -q -- .ai-loop
+git checkout -q main
+
 # a run merged into the base branch is here; a newer one on its branch wins
 git merge -q --no-edit ai-loop/fix-all
 printf 'c\n' >>todo.txt
