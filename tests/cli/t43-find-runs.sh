@@ -23,8 +23,14 @@ wait_for "$STARTED" && pass || fail "the detached run is at work"
 expect_in "$(cat "$TEST_TMP/err")" "on a detached HEAD" "the run says it is on a detached HEAD"
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
+# the gate opens once the resumed actuator waits at it: the orphan never acts
+"$AILOOP" resume >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+pid=$!
+i=0
+while [ "$(wc -l <"$STARTED")" -lt 2 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
 rm -f "$GATE"
-run "$AILOOP" resume
+wait "$pid" && rc=0 || rc=$?
+out=$(cat "$TEST_TMP/out") err=$(cat "$TEST_TMP/err")
 expect_rc 0 "a --no-branch run on a detached HEAD resumes after SIGKILL"
 expect_in "$out" "(detached HEAD)" "the outcome says it is on no branch"
 expect_eq "$(labels "$R")" "0 1 2 3" "its history is whole"
