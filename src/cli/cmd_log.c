@@ -132,6 +132,10 @@ int cmd_log(int argc, char **argv)
 			"oldest one here are missing ('git fetch --unshallow' fetches them)\n");
 	if (!n && !json) {
 		code = al_cli_fail(AL_EXIT_NOINPUT, "no ailoop commits on %s", branch ? branch : "HEAD");
+		if (!branch && optind >= argc &&
+		    (found = al_cli_run_on_branches(git, NULL, false, &elsewhere)))
+			fprintf(stderr, "ailoop: run %s is on branch %s: 'ailoop log %s' shows it\n",
+				found, elsewhere, found);
 		goto done;
 	}
 	if (json)
