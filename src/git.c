@@ -93,6 +93,11 @@ void al_git_free(struct al_git *g)
 	free(g);
 }
 
+const char *al_git_dir(struct al_git *g)
+{
+	return git_repository_path(g->repo);
+}
+
 int al_git_head(struct al_git *g, char **branch, char oid[AL_OID_HEX])
 {
 	git_reference *head = NULL;
@@ -672,6 +677,37 @@ int al_git_message(struct al_git *g, const char *rev, char **message)
 	return rc;
 }
 
+/*
+ * A shallow clone lacks the parents of its oldest commits, and libgit2 (up
+ * to 1.6) walks no history that is cut: there, follow first parents until
+ * one is missing. ailoop's own history is linear.
+ */
+static int walk_shallow(struct al_git *g, const git_oid *start, al_git_walk_fn fn, void *data)
+{
+	git_commit *c = NULL, *parent = NULL;
+	int rc = 0;
+
+	if (git_commit_lookup(&c, g->repo, start) < 0)
+		return fail("cannot read a commit");
+	while (c) {
+		char hex[AL_OID_HEX];
+
+		git_oid_tostr(hex, sizeof(hex), git_commit_id(c));
+		rc = fn(hex, git_commit_message(c), (int64_t)git_commit_time(c), data);
+		if (rc || git_commit_parentcount(c) == 0 || git_commit_parent(&parent, c, 0) < 0)
+			parent = NULL; /* the end, or the clone's edge */
+		git_commit_free(c);
+		c = parent;
+		parent = NULL;
+	}
+	return rc;
+}
+
+bool al_git_is_shallow(struct al_git *g)
+{
+	return git_repository_is_shallow(g->repo) == 1;
+}
+
 int al_git_walk(struct al_git *g, const char *rev, const char *hide, al_git_walk_fn fn,
 		void *data)
 {
@@ -682,6 +718,10 @@ int al_git_walk(struct al_git *g, const char *rev, const char *hide, al_git_walk
 
 	if (git_revparse_single(&obj, g->repo, rev) < 0)
 		return al_err(AL_ENOTFOUND, "no revision '%s'", rev);
+	if (!hide && al_git_is_shallow(g)) {
+		rc = walk_shallow(g, git_object_id(obj), fn, data);
+		goto done;
+	}
 	if (git_revwalk_new(&walk, g->repo) < 0 || git_revwalk_push(walk, git_object_id(obj)) < 0) {
 		rc = fail("cannot walk the history");
 		goto done;

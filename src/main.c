@@ -25,7 +25,8 @@ const struct al_command al_commands[] = {
 	  "--allow-dirty. --dry-run prints the plan and runs nothing; --json prints the\n"
 	  "outcome as JSON on stdout; --quiet prints no progress. When an interrupted run\n"
 	  "can be resumed, asks on a terminal and otherwise refuses: use 'ailoop resume'\n"
-	  "or --new.\n" },
+	  "or --new. One live ailoop per work tree: while another runs or resumes here,\n"
+	  "exits 75 naming it, having written nothing.\n" },
 	{ "resume", cmd_resume, "[RUN-ID] [--force] [--json]",
 	  "continue an interrupted run exactly where it stopped",
 	  "Takes the newest run that is running, paused or blocked and that no live ailoop\n"
@@ -34,7 +35,8 @@ const struct al_command al_commands[] = {
 	{ "status", cmd_status, "[RUN-ID] [--json]",
 	  "show a run's state and every node's iteration and status",
 	  "Reads run-state.md and each node's orchestrator-output.md of the newest run\n"
-	  "(or RUN-ID).\n" },
+	  "(or RUN-ID). A run whose branch is not checked out is read from that branch's\n"
+	  "last commit.\n" },
 	{ "log", cmd_log, "[RUN-ID | --branch NAME] [--node PATH] [--json] [--oneline]",
 	  "show the run tree rebuilt from the git history alone",
 	  "Walks the commits of the current branch (or the run's branch, or NAME) back to\n"

@@ -257,6 +257,87 @@ void al_run_unlock(struct al_run *run)
 	al_strbuf_release(&path);
 }
 
+static int write_holder(int fd, const char *run_id)
+{
+	struct al_strbuf me = AL_STRBUF_INIT;
+	char host[256] = "localhost";
+	int rc = 0;
+
+	gethostname(host, sizeof(host) - 1);
+	al_strbuf_addf(&me, "ailoop pid %ld on %s", (long)getpid(), host);
+	if (run_id)
+		al_strbuf_addf(&me, ", run %s", run_id);
+	al_strbuf_addch(&me, '\n');
+	/* a reader that finds the file empty waits for the name */
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, me.buf, me.len, 0) != (ssize_t)me.len)
+		rc = -1;
+	al_strbuf_release(&me);
+	return rc;
+}
+
+int al_worktree_lock(int *fd, const char *git_dir)
+{
+	struct al_strbuf path = AL_STRBUF_INIT, who = AL_STRBUF_INIT;
+	int rc = 0;
+
+	*fd = -1;
+	al_strbuf_addf(&path, "%sailoop.lock", git_dir);
+	/* the holder writes its name just after it locks: wait for it briefly */
+	for (int attempt = 0; attempt < 100; attempt++) {
+		struct timespec ms = { 0, 10000000 };
+		int lfd = open(path.buf, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+		if (lfd < 0) {
+			rc = al_err(AL_ERROR, "cannot open '%s': %s", path.buf, strerror(errno));
+			goto done;
+		}
+		if (flock(lfd, LOCK_EX | LOCK_NB) == 0) {
+			if (write_holder(lfd, NULL) < 0) {
+				rc = al_err(AL_ERROR, "cannot write '%s': %s", path.buf,
+					    strerror(errno));
+				close(lfd);
+				goto done;
+			}
+			*fd = lfd;
+			goto done;
+		}
+		close(lfd);
+		if (errno != EWOULDBLOCK) {
+			rc = al_err(AL_ERROR, "cannot lock '%s': %s", path.buf, strerror(errno));
+			goto done;
+		}
+		al_strbuf_reset(&who);
+		if (al_strbuf_read_file(&who, path.buf, 4096) == 0)
+			al_strbuf_rtrim(&who);
+		if (who.len)
+			break;
+		nanosleep(&ms, NULL);
+	}
+	rc = al_err(AL_ELOCKED, "the work tree is locked by %s",
+		    who.len ? who.buf : "another process");
+done:
+	al_strbuf_release(&path);
+	al_strbuf_release(&who);
+	return rc;
+}
+
+void al_worktree_lock_name(int fd, const char *run_id)
+{
+	if (fd >= 0)
+		write_holder(fd, run_id); /* only a name for messages: the flock is the lock */
+}
+
+void al_worktree_unlock(int fd)
+{
+	int ignored;
+
+	if (fd < 0)
+		return;
+	ignored = ftruncate(fd, 0); /* a name left behind would only be a wrong hint */
+	(void)ignored;
+	close(fd);
+}
+
 int al_run_save(struct al_run *run)
 {
 	return al_run_state_write(&run->st, run->state_path);

@@ -34,49 +34,64 @@ static int need(const struct al_md *md, const char *path, const char *key, char 
 	return 0;
 }
 
-int al_node_state_read(struct al_node_state *st, const char *path)
+/* The fields of an orchestrator-output.md that `md` holds (read with result `rc`). */
+static int node_state_from(struct al_node_state *st, struct al_md *md, const char *path, int rc)
 {
-	struct al_md md = AL_MD_INIT;
 	const char *phase;
 	long long n;
-	int rc;
 
-	memset(st, 0, sizeof(*st));
-	if ((rc = al_md_read(&md, path)) < 0)
+	if (rc < 0)
 		goto done;
-	if ((rc = need(&md, path, "run-id", &st->run_id)) < 0 ||
-	    (rc = need(&md, path, "node-id", &st->node_id)) < 0 ||
-	    (rc = need(&md, path, "node-path", &st->node_path)) < 0 ||
-	    (rc = need(&md, path, "label", &st->label)) < 0 ||
-	    (rc = need(&md, path, "status", &st->status)) < 0)
+	if ((rc = need(md, path, "run-id", &st->run_id)) < 0 ||
+	    (rc = need(md, path, "node-id", &st->node_id)) < 0 ||
+	    (rc = need(md, path, "node-path", &st->node_path)) < 0 ||
+	    (rc = need(md, path, "label", &st->label)) < 0 ||
+	    (rc = need(md, path, "status", &st->status)) < 0)
 		goto done;
-	st->parent_path = dup_or_null(al_md_str(&md, "parent-node-path"));
-	st->summary = dup_or_null(al_md_str(&md, "summary"));
-	st->started_at = dup_or_null(al_md_str(&md, "started-at"));
-	st->initial_sensors = dup_or_null(al_md_str(&md, "initial-sensors"));
-	st->task_sha256 = dup_or_null(al_md_str(&md, "task-sha256"));
-	phase = al_md_str(&md, "phase");
+	st->parent_path = dup_or_null(al_md_str(md, "parent-node-path"));
+	st->summary = dup_or_null(al_md_str(md, "summary"));
+	st->started_at = dup_or_null(al_md_str(md, "started-at"));
+	st->initial_sensors = dup_or_null(al_md_str(md, "initial-sensors"));
+	st->task_sha256 = dup_or_null(al_md_str(md, "task-sha256"));
+	phase = al_md_str(md, "phase");
 	for (st->phase = 0; phase && st->phase < 4; st->phase++)
 		if (!strcmp(phase, al_phase_names[st->phase]))
 			break;
-	if (!phase || st->phase == 4 || !al_md_int(&md, "iteration", &n) || n < 0 || n > 1000000) {
+	if (!phase || st->phase == 4 || !al_md_int(md, "iteration", &n) || n < 0 || n > 1000000) {
 		rc = al_err(AL_EINVALID, "'%s' is damaged: its phase or iteration is unreadable", path);
 		goto done;
 	}
 	st->iteration = (int)n;
-	if (al_md_int(&md, "level", &n))
+	if (al_md_int(md, "level", &n))
 		st->level = (int)n;
-	if (al_md_int(&md, "max-iterations", &n))
+	if (al_md_int(md, "max-iterations", &n))
 		st->max_iterations = (int)n;
-	if (al_md_int(&md, "elapsed-ms", &n))
+	if (al_md_int(md, "elapsed-ms", &n))
 		st->elapsed_ms = n;
-	al_md_bool(&md, "child-entry", &st->child_entry);
-	al_md_bool(&md, "target-met", &st->target_met);
+	al_md_bool(md, "child-entry", &st->child_entry);
+	al_md_bool(md, "target-met", &st->target_met);
 done:
 	if (rc < 0)
 		al_node_state_release(st);
-	al_md_release(&md);
+	al_md_release(md);
 	return rc;
+}
+
+int al_node_state_read(struct al_node_state *st, const char *path)
+{
+	struct al_md md = AL_MD_INIT;
+
+	memset(st, 0, sizeof(*st));
+	return node_state_from(st, &md, path, al_md_read(&md, path));
+}
+
+int al_node_state_parse(struct al_node_state *st, const char *name, const char *text,
+			size_t len)
+{
+	struct al_md md = AL_MD_INIT;
+
+	memset(st, 0, sizeof(*st));
+	return node_state_from(st, &md, name, al_md_parse(&md, name, al_strndup(text, len), len));
 }
 
 int al_node_state_write(const struct al_node_state *st, const char *path, const char *task)

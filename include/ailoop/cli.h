@@ -92,12 +92,30 @@ struct al_exec;
 /* Prints how a run ended (text or JSON) and returns the exit status. */
 int al_cli_report_run(struct al_exec *ex, int rc, bool json);
 /*
- * Before a new run: refuses while another ailoop runs in this work tree
- * (75); then, unless `new_run`, if an interrupted run could be resumed,
+ * Before a new run, with the work tree's lock held (`lock_fd`): unless
+ * `new_run`, if an interrupted run could be resumed,
  * asks on a terminal whether to resume it (and does) or start anew, and
  * elsewhere fails naming 'ailoop resume' and --new. Returns true, with the
  * exit status in *code, when the command should stop there.
  */
-bool al_cli_check_resumable(bool new_run, bool json, int *code);
+bool al_cli_check_resumable(bool new_run, bool json, int lock_fd, int *code);
+
+struct al_git;
+/*
+ * Takes the work tree's lock (al_worktree_lock) for `run` and `resume`.
+ * Returns 0 with *fd set, or the exit status (75 naming the holder) after
+ * saying why.
+ */
+int al_cli_lock_worktree(struct al_git *git, int *fd);
+
+/*
+ * A run on a branch that is not checked out: its directory is in that
+ * branch's history only (not in the work tree), and the state at the tip
+ * names the branch as the run's. Returns the newest such run's id (or run
+ * `wanted`'s; with `resumable`, only a run that can be resumed), or NULL;
+ * caller frees it and *branch.
+ */
+char *al_cli_run_on_branches(struct al_git *git, const char *wanted, bool resumable,
+			     char **branch);
 
 #endif

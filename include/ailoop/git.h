@@ -17,6 +17,8 @@ struct al_git;
 /* Opens the repository whose work tree is the current directory. */
 int al_git_open(struct al_git **out);
 void al_git_free(struct al_git *g);
+/* The work tree's own git directory (".git/", or .git/worktrees/NAME/). */
+const char *al_git_dir(struct al_git *g);
 
 /*
  * The checked-out branch ("main"; NULL with HEAD detached, caller frees)
@@ -73,11 +75,14 @@ int al_git_message(struct al_git *g, const char *rev, char **message);
 /*
  * Calls `fn` for each commit reachable from `rev`, newest first, until it
  * returns non-zero (which is then returned). `hide` (may be NULL) and its
- * ancestors are left out.
+ * ancestors are left out. In a shallow clone (and without `hide`), it
+ * follows first parents as far as the clone reaches.
  */
 typedef int (*al_git_walk_fn)(const char *oid, const char *message, int64_t time, void *data);
 int al_git_walk(struct al_git *g, const char *rev, const char *hide, al_git_walk_fn fn,
 		void *data);
+/* Whether the repository is a shallow clone (its oldest commits lack their parents). */
+bool al_git_is_shallow(struct al_git *g);
 
 /*
  * Removes lock files a killed ailoop left in the repository (the index's,

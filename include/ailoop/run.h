@@ -44,6 +44,20 @@ void al_run_unlock(struct al_run *run);
 /* Who holds the lock of run directory `dir`, or NULL if nobody. Caller frees. */
 char *al_run_lock_holder(const char *dir);
 
+/*
+ * The work tree's lock: one live ailoop per work tree. `run` and `resume`
+ * take it before they look at anything (flock on <git-dir>/ailoop.lock,
+ * which is never committed and exists before .ai-loop/runs does) and hold
+ * it until they end; it dies with a killed process. The file says "ailoop
+ * pid N on HOST", and ", run ID" once the run is known. Returns AL_ELOCKED,
+ * naming the holder, if a live process has it; *fd is the lock, closed-on-exec.
+ */
+int al_worktree_lock(int *fd, const char *git_dir);
+/* Adds the run's id to what the lock file says of its holder. */
+void al_worktree_lock_name(int fd, const char *run_id);
+/* Empties the lock file (no stale holder to read) and lets go. fd < 0: nothing. */
+void al_worktree_unlock(int fd);
+
 int al_run_save(struct al_run *run);
 /* Pushes/pops the execution stack and saves. */
 int al_run_enter(struct al_run *run, const char *node_path);

@@ -41,6 +41,9 @@ struct al_node_state {
 
 /* Reads a node's state. AL_ENOTFOUND if absent, AL_EINVALID if damaged. */
 int al_node_state_read(struct al_node_state *st, const char *path);
+/* The same from text read elsewhere (a branch's copy); `name` for messages. */
+int al_node_state_parse(struct al_node_state *st, const char *name, const char *text,
+			size_t len);
 /* Writes it, with the task as the body, for people reading the file. */
 int al_node_state_write(const struct al_node_state *st, const char *path, const char *task);
 void al_node_state_release(struct al_node_state *st);

@@ -1,4 +1,5 @@
 #include "ailoop/cli.h"
+#include "ailoop/fsutil.h"
 #include "ailoop/history.h"
 #include "ailoop/run.h"
 #include "ailoop/util.h"
@@ -83,7 +84,7 @@ int cmd_log(int argc, char **argv)
 	struct al_iteration *its = NULL;
 	struct al_git *git = NULL;
 	struct al_run *run = NULL;
-	char *rev = NULL;
+	char *rev = NULL, *found = NULL, *elsewhere = NULL;
 	size_t n = 0;
 	int c, rc, code = 0;
 
@@ -104,11 +105,21 @@ int cmd_log(int argc, char **argv)
 		goto done;
 	}
 	if (optind < argc) {
-		if ((rc = al_run_open(&run, argv[optind])) < 0) {
+		/* a run whose branch is not checked out is found on its branch */
+		char *state = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, argv[optind]);
+		bool here = al_file_exists(state);
+
+		free(state);
+		if (!here)
+			found = al_cli_run_on_branches(git, argv[optind], false, &elsewhere);
+		if (found) {
+			branch = elsewhere;
+		} else if ((rc = al_run_open(&run, argv[optind])) < 0) {
 			code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 			goto done;
+		} else {
+			branch = run->st.branch;
 		}
-		branch = run->st.branch;
 	}
 	rev = branch ? al_xprintf("refs/heads/%s", branch) : al_strdup("HEAD");
 	if ((rc = al_history_load(git, rev, &its, &n)) < 0) {
@@ -116,8 +127,15 @@ int cmd_log(int argc, char **argv)
 				   al_errmsg());
 		goto done;
 	}
+	if (al_git_is_shallow(git) && (!n || its[0].level != 0 || strcmp(its[0].label, "0")))
+		fprintf(stderr, "ailoop: note: this clone is shallow: the run's commits before the "
+			"oldest one here are missing ('git fetch --unshallow' fetches them)\n");
 	if (!n && !json) {
 		code = al_cli_fail(AL_EXIT_NOINPUT, "no ailoop commits on %s", branch ? branch : "HEAD");
+		if (!branch && optind >= argc &&
+		    (found = al_cli_run_on_branches(git, NULL, false, &elsewhere)))
+			fprintf(stderr, "ailoop: run %s is on branch %s: 'ailoop log %s' shows it\n",
+				found, elsewhere, found);
 		goto done;
 	}
 	if (json)
@@ -129,5 +147,7 @@ done:
 	al_run_free(run);
 	al_git_free(git);
 	free(rev);
+	free(found);
+	free(elsewhere);
 	return code;
 }

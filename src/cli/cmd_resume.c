@@ -94,55 +94,6 @@ static char *find_resumable(struct al_git *git, char **locked, char **damaged)
 }
 
 /*
- * A run interrupted on a branch that is not checked out: its directory is
- * in that branch's history only, whose tip records it as still running.
- * Returns the newest such run's id (or run `wanted`'s), caller frees, and
- * its branch.
- */
-static char *find_on_branches(struct al_git *git, const char *wanted, char **branch)
-{
-	char **branches, *found = NULL;
-	size_t nb;
-
-	*branch = NULL;
-	if (al_git_branches(git, "ai-loop/", &branches, &nb) < 0)
-		return NULL;
-	for (size_t b = 0; b < nb; b++) {
-		char *rev = al_xprintf("refs/heads/%s", branches[b]), **ids;
-		size_t n;
-
-		if (al_git_ls(git, rev, AL_RUNS_DIR, &ids, &n) < 0)
-			n = 0;
-		for (size_t i = 0; i < n; i++) {
-			struct al_strbuf text = AL_STRBUF_INIT;
-			struct al_run_state st;
-			char *path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, ids[i]);
-
-			if (al_starts_with(ids[i], "run_") && !al_file_exists(path) &&
-			    (!wanted || !strcmp(wanted, ids[i])) &&
-			    al_git_read(git, rev, path, &text) == 0 &&
-			    al_run_state_parse(&st, path, text.buf, text.len) == 0) {
-				if (al_status_resumable(st.status) && st.branch &&
-				    !strcmp(st.branch, branches[b]) &&
-				    (!found || al_run_id_cmp(ids[i], found) > 0)) {
-					free(found);
-					free(*branch);
-					found = al_strdup(ids[i]);
-					*branch = al_strdup(branches[b]);
-				}
-				al_run_state_release(&st);
-			}
-			al_strbuf_release(&text);
-			free(path);
-		}
-		al_strv_free(ids, n);
-		free(rev);
-	}
-	al_strv_free(branches, nb);
-	return found;
-}
-
-/*
  * What a killed ailoop can leave behind: agents still at work, and git
  * lock files that would refuse every commit.
  */
@@ -208,7 +159,8 @@ static bool run_here(const char *id)
 	return here;
 }
 
-static int resume(const char *id, bool force, bool json)
+/* `lock_fd`: the work tree's lock if the caller holds it, else -1 */
+static int resume(const char *id, bool force, bool json, int lock_fd)
 {
 	struct al_diags diags = AL_DIAGS_INIT;
 	struct al_progress progress;
@@ -218,19 +170,24 @@ static int resume(const char *id, bool force, bool json)
 	struct al_git *git = NULL;
 	struct al_run *run = NULL;
 	char *picked = NULL, *locked = NULL, *damaged = NULL, *elsewhere = NULL, sha[65];
-	int rc, code = 0;
+	int rc, code = 0, own_lock = -1;
 
 	if ((rc = al_git_open(&git)) < 0) {
 		code = al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
 		goto done;
 	}
+	/* before a run is picked or a branch checked out: another may be live here */
+	if (lock_fd < 0 && (code = al_cli_lock_worktree(git, &own_lock)) != 0)
+		goto done;
+	if (lock_fd < 0)
+		lock_fd = own_lock;
 	if (id && !run_here(id)) {
-		picked = find_on_branches(git, id, &elsewhere);
+		picked = al_cli_run_on_branches(git, id, true, &elsewhere);
 		id = picked ? picked : id;
 	} else if (!id && !(id = picked = find_resumable(git, &locked, &damaged)) && !locked) {
-		id = picked = find_on_branches(git, NULL, &elsewhere);
+		id = picked = al_cli_run_on_branches(git, NULL, true, &elsewhere);
 	}
-	if (elsewhere) {
+	if (id && elsewhere) {
 		/* its directory is on its branch: check that out first */
 		fprintf(stderr, "ailoop: run %s is on branch %s: checking it out\n", id, elsewhere);
 		if ((rc = al_git_checkout(git, elsewhere)) < 0) {
@@ -268,6 +225,7 @@ static int resume(const char *id, bool force, bool json)
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
 	}
+	al_worktree_lock_name(lock_fd, run->st.run_id);
 	if (cleanup_after_crash(git, run) < 0) {
 		code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
 		goto done;
@@ -323,6 +281,7 @@ static int resume(const char *id, bool force, bool json)
 	al_result_release(&res);
 done:
 	al_run_free(run);
+	al_worktree_unlock(own_lock);
 	al_flow_free(flow);
 	al_diags_release(&diags);
 	al_git_free(git);
@@ -333,7 +292,7 @@ done:
 	return code;
 }
 
-bool al_cli_check_resumable(bool new_run, bool json, int *code)
+bool al_cli_check_resumable(bool new_run, bool json, int lock_fd, int *code)
 {
 	struct al_git *git = NULL;
 	char *id, *locked, answer[16] = "";
@@ -362,7 +321,7 @@ bool al_cli_check_resumable(bool new_run, bool json, int *code)
 			return false;
 		}
 		if (answer[0] == 'r' || answer[0] == 'R' || answer[0] == '\n') {
-			*code = resume(id, false, json);
+			*code = resume(id, false, json, lock_fd);
 			free(id);
 			return true;
 		}
@@ -394,5 +353,5 @@ int cmd_resume(int argc, char **argv)
 	}
 	if ((code = al_cli_operands(argc, 0, 1, "resume")) || (code = al_cli_enter_repo()))
 		return code;
-	return resume(optind < argc ? argv[optind] : NULL, force, json);
+	return resume(optind < argc ? argv[optind] : NULL, force, json, -1);
 }

@@ -226,13 +226,15 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	struct al_git *git = NULL;
 	struct al_run *run = NULL;
 	char oid[AL_OID_HEX], sha[65], *base = NULL, *branch = NULL, *dirty = NULL, *name;
-	int rc, code;
+	int rc, code, lock_fd = -1;
 
 	if ((rc = al_git_open(&git)) < 0 || (rc = al_git_head(git, &base, oid)) < 0) {
 		code = al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
 		goto done;
 	}
-	if (al_cli_check_resumable(o->new_run, o->json, &code))
+	/* before anything is looked at: two ailoops started at once must not both go on */
+	if ((code = al_cli_lock_worktree(git, &lock_fd)) != 0 ||
+	    al_cli_check_resumable(o->new_run, o->json, lock_fd, &code))
 		goto done;
 	if (!o->allow_dirty && (rc = al_git_dirty(git, &dirty)) != 0) {
 		code = rc < 0 ? al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg())
@@ -265,6 +267,7 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
 	}
+	al_worktree_lock_name(lock_fd, run->st.run_id);
 	al_progress_init(&progress, o->quiet);
 	if (!o->no_branch)
 		al_progress_note(&progress, "ailoop: run %s on branch %s (from %s)",
@@ -285,6 +288,7 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	al_result_release(&res);
 done:
 	al_run_free(run);
+	al_worktree_unlock(lock_fd);
 	al_git_free(git);
 	free(base);
 	free(branch);

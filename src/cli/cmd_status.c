@@ -1,4 +1,5 @@
 #include "ailoop/cli.h"
+#include "ailoop/git.h"
 #include "ailoop/run.h"
 #include "ailoop/state.h"
 #include "ailoop/strbuf.h"
@@ -49,6 +50,40 @@ static void collect(struct nodes *out, const char *dir)
 	al_strbuf_release(&path);
 }
 
+/* The same from the tree of `rev`: a run whose branch is not checked out. */
+static void collect_git(struct nodes *out, struct al_git *git, const char *rev, const char *dir)
+{
+	struct al_strbuf path = AL_STRBUF_INIT, text = AL_STRBUF_INIT;
+	struct al_node_state st;
+	char **names;
+	size_t n;
+	int rc;
+
+	al_strbuf_addf(&path, "%s/orchestrator-output.md", dir);
+	if (al_git_read(git, rev, path.buf, &text) == 0) {
+		rc = al_node_state_parse(&st, path.buf, text.buf, text.len);
+		if (rc == 0) {
+			AL_GROW(out->v, out->n, out->alloc);
+			out->v[out->n++] = st;
+		} else {
+			AL_GROW(out->errors, out->nerrors, out->errors_alloc);
+			out->errors[out->nerrors++] = al_strdup(al_errmsg());
+		}
+	}
+	if (al_git_ls(git, rev, dir, &names, &n) < 0)
+		n = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *sub = al_xprintf("%s/%s", dir, names[i]);
+
+		if (names[i][0] != '.' && strcmp(names[i], "logs"))
+			collect_git(out, git, rev, sub);
+		free(sub);
+	}
+	al_strv_free(names, n);
+	al_strbuf_release(&path);
+	al_strbuf_release(&text);
+}
+
 static void nodes_release(struct nodes *ns)
 {
 	for (size_t i = 0; i < ns->n; i++)
@@ -59,13 +94,14 @@ static void nodes_release(struct nodes *ns)
 	free(ns->errors);
 }
 
-static int print_json(const struct al_run *run, const struct nodes *ns, const char *holder)
+static int print_json(const struct al_run_state *st, const struct nodes *ns, const char *holder,
+		      const char *from)
 {
 	json_t *o = json_object(), *stack = json_array(), *nodes = json_array(), *errs = json_array();
 	char *text;
 
-	for (size_t i = 0; i < run->st.nstack; i++)
-		json_array_append_new(stack, json_string(run->st.stack[i]));
+	for (size_t i = 0; i < st->nstack; i++)
+		json_array_append_new(stack, json_string(st->stack[i]));
 	for (size_t i = 0; i < ns->n; i++) {
 		const struct al_node_state *s = &ns->v[i];
 
@@ -78,19 +114,20 @@ static int print_json(const struct al_run *run, const struct nodes *ns, const ch
 	}
 	for (size_t i = 0; i < ns->nerrors; i++)
 		json_array_append_new(errs, json_string(ns->errors[i]));
-	json_object_set_new(o, "run_id", json_string(run->st.run_id));
-	json_object_set_new(o, "status", json_string(run->st.status));
-	json_object_set_new(o, "branch", run->st.branch ? json_string(run->st.branch) : json_null());
+	json_object_set_new(o, "run_id", json_string(st->run_id));
+	json_object_set_new(o, "status", json_string(st->status));
+	json_object_set_new(o, "branch", st->branch ? json_string(st->branch) : json_null());
 	json_object_set_new(o, "base_branch",
-			    run->st.base_branch ? json_string(run->st.base_branch) : json_null());
-	json_object_set_new(o, "task", json_string(run->st.task));
-	json_object_set_new(o, "flow", json_string(run->st.flow));
-	json_object_set_new(o, "active_node_path", run->st.active_node_path
-				   ? json_string(run->st.active_node_path) : json_null());
+			    st->base_branch ? json_string(st->base_branch) : json_null());
+	json_object_set_new(o, "task", json_string(st->task));
+	json_object_set_new(o, "flow", json_string(st->flow));
+	json_object_set_new(o, "active_node_path", st->active_node_path
+				   ? json_string(st->active_node_path) : json_null());
 	json_object_set_new(o, "execution_stack", stack);
-	json_object_set_new(o, "started_at", json_string(run->st.started_at ? run->st.started_at : ""));
-	json_object_set_new(o, "updated_at", json_string(run->st.updated_at ? run->st.updated_at : ""));
+	json_object_set_new(o, "started_at", json_string(st->started_at ? st->started_at : ""));
+	json_object_set_new(o, "updated_at", json_string(st->updated_at ? st->updated_at : ""));
 	json_object_set_new(o, "locked_by", holder ? json_string(holder) : json_null());
+	json_object_set_new(o, "from_branch", from ? json_string(from) : json_null());
 	json_object_set_new(o, "nodes", nodes);
 	json_object_set_new(o, "damaged", errs);
 	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -100,24 +137,27 @@ static int print_json(const struct al_run *run, const struct nodes *ns, const ch
 	return 0;
 }
 
-static void print_text(const struct al_run *run, const struct nodes *ns, const char *holder)
+static void print_text(const struct al_run_state *st, const struct nodes *ns, const char *holder,
+		       const char *from)
 {
-	const char *task = run->st.task, *nl = strchr(task, '\n');
+	const char *task = st->task, *nl = strchr(task, '\n');
 
-	printf("run %s: %s\n", run->st.run_id, run->st.status);
+	printf("run %s: %s\n", st->run_id, st->status);
 	printf("  task:         %.*s%s\n", nl ? (int)(nl - task) : (int)strlen(task), task,
 	       nl ? " …" : "");
-	printf("  flow:         %s\n", run->st.flow);
-	if (run->st.branch)
-		printf("  branch:       %s (from %s)\n", run->st.branch,
-		       run->st.base_branch ? run->st.base_branch : "-");
+	printf("  flow:         %s\n", st->flow);
+	if (st->branch)
+		printf("  branch:       %s (from %s)\n", st->branch,
+		       st->base_branch ? st->base_branch : "-");
 	printf("  started:      %s\n  updated:      %s\n",
-	       run->st.started_at ? run->st.started_at : "-",
-	       run->st.updated_at ? run->st.updated_at : "-");
-	if (run->st.active_node_path)
-		printf("  active node:  %s\n", run->st.active_node_path);
+	       st->started_at ? st->started_at : "-",
+	       st->updated_at ? st->updated_at : "-");
+	if (st->active_node_path)
+		printf("  active node:  %s\n", st->active_node_path);
 	if (holder)
 		printf("  locked by:    %s\n", holder);
+	if (from)
+		printf("  read from:    the last commit of %s (not checked out)\n", from);
 	printf("\n  %-32s %-8s %-11s %-10s %s\n", "node", "label", "iteration", "phase", "status");
 	for (size_t i = 0; i < ns->n; i++) {
 		const struct al_node_state *s = &ns->v[i];
@@ -139,8 +179,11 @@ int cmd_status(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nodes ns = { 0 };
+	struct al_run_state branch_st = { 0 };
+	const struct al_run_state *st;
 	struct al_run *run = NULL;
-	char **ids = NULL, *holder, *nodes_dir;
+	struct al_git *git = NULL;
+	char **ids = NULL, *holder = NULL, *nodes_dir, *found = NULL, *elsewhere = NULL;
 	const char *id;
 	bool json = false;
 	size_t n = 0;
@@ -154,30 +197,62 @@ int cmd_status(int argc, char **argv)
 	if ((code = al_cli_operands(argc, 0, 1, "status")) || (code = al_cli_enter_repo()))
 		return code;
 	id = optind < argc ? argv[optind] : NULL;
-	if (!id) {
-		if (al_runs_list(&ids, &n) < 0 || !n) {
-			al_runs_list_free(ids, n);
-			return al_cli_fail(AL_EXIT_NOINPUT, "no runs in %s: start one with "
-					   "'ailoop run \"TASK\"'", AL_RUNS_DIR);
+	if (al_runs_list(&ids, &n) < 0)
+		n = 0;
+	/* runs whose branch is not checked out are on their branches only */
+	if (al_git_open(&git) == 0)
+		found = al_cli_run_on_branches(git, id, false, &elsewhere);
+	if (found && (id || !n || al_run_id_cmp(found, ids[0]) > 0)) {
+		char *rev = al_xprintf("refs/heads/%s", elsewhere);
+		char *path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, found);
+		struct al_strbuf text = AL_STRBUF_INIT;
+
+		rc = al_git_read(git, rev, path, &text);
+		if (rc == 0)
+			rc = al_run_state_parse(&branch_st, path, text.buf, text.len);
+		if (rc == 0) {
+			nodes_dir = al_xprintf("%s/%s/nodes", AL_RUNS_DIR, found);
+			collect_git(&ns, git, rev, nodes_dir);
+			free(nodes_dir);
 		}
-		id = ids[0];
+		al_strbuf_release(&text);
+		free(path);
+		free(rev);
+		if (rc < 0) {
+			code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
+			goto done;
+		}
+		st = &branch_st;
+	} else {
+		if (!id && !n) {
+			code = al_cli_fail(AL_EXIT_NOINPUT, "no runs in %s: start one with "
+					   "'ailoop run \"TASK\"'", AL_RUNS_DIR);
+			goto done;
+		}
+		if ((rc = al_run_open(&run, id ? id : ids[0])) < 0) {
+			code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
+			goto done;
+		}
+		free(elsewhere);
+		elsewhere = NULL;
+		holder = al_run_lock_holder(run->dir);
+		nodes_dir = al_xprintf("%s/nodes", run->dir);
+		collect(&ns, nodes_dir);
+		free(nodes_dir);
+		st = &run->st;
 	}
-	if ((rc = al_run_open(&run, id)) < 0) {
-		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
-		goto done;
-	}
-	holder = al_run_lock_holder(run->dir);
-	nodes_dir = al_xprintf("%s/nodes", run->dir);
-	collect(&ns, nodes_dir);
 	if (json)
-		print_json(run, &ns, holder);
+		print_json(st, &ns, holder, elsewhere);
 	else
-		print_text(run, &ns, holder);
-	free(nodes_dir);
+		print_text(st, &ns, holder, elsewhere);
+done:
 	free(holder);
 	nodes_release(&ns);
-done:
+	al_run_state_release(&branch_st);
 	al_run_free(run);
+	al_git_free(git);
 	al_runs_list_free(ids, n);
+	free(found);
+	free(elsewhere);
 	return code;
 }

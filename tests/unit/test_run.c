@@ -301,6 +301,77 @@ Test(run, lock_holder_names_the_live_holder)
 	cr_assert_null(al_run_lock_holder("no/such/dir"));
 }
 
+/* --- the work tree's lock ------------------------------------------------ */
+
+/* In a child: 0 if the work tree's lock is refused naming the parent and `data`. */
+static int try_worktree_refused(void *data)
+{
+	char want[64];
+	int fd;
+
+	if (al_worktree_lock(&fd, "gitdir/") != AL_ELOCKED || fd != -1)
+		return 11;
+	snprintf(want, sizeof(want), "locked by ailoop pid %ld on ", (long)getppid());
+	if (!strstr(al_errmsg(), want) || !strstr(al_errmsg(), (const char *)data))
+		return 12;
+	return 0;
+}
+
+/* In a child: takes the work tree's lock and exits holding it. */
+static int worktree_lock_and_die(void *data)
+{
+	int fd;
+
+	(void)data;
+	return al_worktree_lock(&fd, "gitdir/") < 0 ? 11 : 0;
+}
+
+Test(run, the_worktree_lock_admits_one_process_and_names_it)
+{
+	int fd, again;
+
+	cr_assert_eq(al_mkdirs("gitdir"), 0);
+	cr_assert_eq(al_worktree_lock(&fd, "gitdir/"), 0, "%s", al_errmsg());
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(in_child(try_worktree_refused, "ailoop pid"), 0);
+	al_worktree_lock_name(fd, "run_20261123_007");
+	cr_assert(strstr(file_text("gitdir/ailoop.lock"), ", run run_20261123_007\n"), "%s",
+		  file_text("gitdir/ailoop.lock"));
+	cr_assert_eq(in_child(try_worktree_refused, ", run run_20261123_007"), 0);
+	/* one process, a second descriptor: refused too (flock is per open file) */
+	cr_assert_eq(al_worktree_lock(&again, "gitdir/"), AL_ELOCKED);
+	al_worktree_unlock(fd);
+	cr_assert_str_eq(file_text("gitdir/ailoop.lock"), "", "no name is left behind");
+	cr_assert_eq(al_worktree_lock(&fd, "gitdir/"), 0, "%s", al_errmsg());
+	al_worktree_unlock(fd);
+	al_worktree_unlock(-1); /* harmless */
+}
+
+Test(run, the_worktree_lock_of_a_dead_process_is_taken)
+{
+	char *me;
+	int fd;
+
+	cr_assert_eq(al_mkdirs("gitdir"), 0);
+	cr_assert_eq(in_child(worktree_lock_and_die, NULL), 0);
+	cr_assert_neq(file_text("gitdir/ailoop.lock")[0], '\0', "the dead holder's name stays");
+	cr_assert_eq(al_worktree_lock(&fd, "gitdir/"), 0, "%s", al_errmsg());
+	me = al_xprintf("ailoop pid %ld on ", (long)getpid());
+	cr_assert(al_starts_with(file_text("gitdir/ailoop.lock"), me), "%s",
+		  file_text("gitdir/ailoop.lock"));
+	free(me);
+	al_worktree_unlock(fd);
+}
+
+Test(run, a_worktree_lock_that_cannot_be_opened_says_why)
+{
+	int fd;
+
+	cr_assert_lt(al_worktree_lock(&fd, "no/such/dir/"), 0);
+	cr_assert_eq(fd, -1);
+	cr_assert(strstr(al_errmsg(), "cannot open 'no/such/dir/ailoop.lock'"), "%s", al_errmsg());
+}
+
 /* --- the execution stack ------------------------------------------------ */
 
 static void assert_saved_stack(const char *active, size_t n, ...)

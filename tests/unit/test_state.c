@@ -192,6 +192,25 @@ Test(state, node_state_without_front_matter_is_damaged)
 	cr_assert_not_null(strstr(al_errmsg(), "'o.md'"), "%s", al_errmsg());
 }
 
+Test(state, node_state_parses_from_text_as_from_its_file)
+{
+	struct al_node_state in = sample_node(), out;
+	const char *text;
+
+	cr_assert_eq(al_node_state_write(&in, "o.md", task), 0, "%s", al_errmsg());
+	text = file_text("o.md");
+	cr_assert_eq(al_node_state_parse(&out, "branch:o.md", text, strlen(text)), 0, "%s",
+		     al_errmsg());
+	cr_assert_str_eq(out.node_path, in.node_path);
+	cr_assert_str_eq(out.label, in.label);
+	cr_assert_eq(out.phase, in.phase);
+	cr_assert_eq(out.iteration, in.iteration);
+	al_node_state_release(&out);
+	cr_assert_eq(al_node_state_parse(&out, "branch:o.md", "# Task\n", 7), AL_EINVALID);
+	cr_assert_not_null(strstr(al_errmsg(), "'branch:o.md'"), "%s", al_errmsg());
+	cr_assert_null(out.run_id, "nothing is left to free");
+}
+
 /* --- run state ---------------------------------------------------------- */
 
 Test(state, run_state_round_trips_every_field)
