@@ -285,7 +285,7 @@ int al_worktree_lock(int *fd, const char *git_dir)
 	/* the holder writes its name just after it locks: wait for it briefly */
 	for (int attempt = 0; attempt < 100; attempt++) {
 		struct timespec ms = { 0, 10000000 };
-		int lfd = open(path.buf, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		int lfd = open(path.buf, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 
 		if (lfd < 0) {
 			rc = al_err(AL_ERROR, "cannot open '%s': %s", path.buf, strerror(errno));

@@ -175,5 +175,13 @@ expect_in "$err" "cannot open '" "the lock file that cannot be opened is named"
 expect_in "$err" "ailoop.lock': " "the lock file's name and why"
 [ ! -e .ai-loop/runs ] && pass || fail "nothing written without the lock"
 rmdir .git/ailoop.lock
+printf 'keep\n' >"$TEST_TMP/outside"
+ln -s "$TEST_TMP/outside" .git/ailoop.lock
+run "$AILOOP" run "fix all"
+expect_rc 70 "a lock file that is a symbolic link"
+expect_in "$err" "cannot open '" "the linked lock file is named"
+expect_eq "$(cat "$TEST_TMP/outside")" "keep" "the link's target is not written"
+[ ! -e .ai-loop/runs ] && pass || fail "nothing written through a linked lock"
+rm .git/ailoop.lock
 
 finish
