@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,24 @@ bool al_dir_exists(const char *path)
 int al_remove(const char *path)
 {
 	if (unlink(path) < 0 && errno != ENOENT)
+		return al_err(AL_ERROR, "cannot remove '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int al_remove_tree(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return al_remove(path);
+	if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
 		return al_err(AL_ERROR, "cannot remove '%s': %s", path, strerror(errno));
 	return 0;
 }

@@ -25,6 +25,8 @@ bool al_file_exists(const char *path);
 bool al_dir_exists(const char *path);
 /* Removes a file; a missing one is not an error. */
 int al_remove(const char *path);
+/* Removes a file, or a directory with everything in it (rm -rf). */
+int al_remove_tree(const char *path);
 /* Whether fsync is on (AILOOP_FSYNC unset or not "0"). */
 bool al_fsync_enabled(void);
 
