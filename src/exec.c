@@ -171,6 +171,12 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 	int rc;
 
 	ex->root = al_strdup(getcwd(cwd, sizeof(cwd)) ? cwd : ".");
+	ex->agents_file = al_xprintf("%s/%s", ex->run->dir, AL_RUN_AGENTS_FILE);
+	*strrchr(ex->agents_file, '/') = '\0';
+	rc = al_mkdirs(ex->agents_file);
+	ex->agents_file[strlen(ex->agents_file)] = '/';
+	if (rc < 0)
+		goto done;
 	if (ex->resuming) { /* entering nodes rewrites the stack: keep how it was */
 		ex->nresume_stack = ex->run->st.nstack;
 		ex->resume_stack = al_calloc(ex->nresume_stack + 1, sizeof(char *));
@@ -192,8 +198,11 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 			     rc == AL_EINTR ? "interrupted" : al_errmsg());
 	}
 	/* else the run ended, and its last commit holds its run_end event */
+done:
 	free(ex->root);
 	ex->root = NULL;
+	free(ex->agents_file);
+	ex->agents_file = NULL;
 	for (size_t i = 0; i < ex->nresume_stack; i++)
 		free(ex->resume_stack[i]);
 	free(ex->resume_stack);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,5 +208,23 @@ int al_refuse_symlink(const char *path)
 	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
 		return al_err(AL_ENOTFOUND, "'%s' is a symbolic link: ailoop writes a run's state "
 			      "there, which must stay in the repository; make it a directory", path);
+	return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int al_remove_tree(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return al_remove(path);
+	if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		return al_err(AL_ERROR, "cannot remove '%s': %s", path, strerror(errno));
 	return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *const al_role_names[4] = { "sensor", "controller", "actuator", "action" };
 
@@ -98,6 +99,24 @@ static void add_env(char ***env, size_t *n, const char *key, const char *value)
 	(*env)[*n] = NULL;
 }
 
+/*
+ * Linux refuses to start a program given one argument longer than 32 pages
+ * (MAX_ARG_STRLEN): a prompt passed as one (`prompt: arg`) must fit.
+ */
+static int check_args(const struct al_call *call, const char *runner)
+{
+	size_t max = 32 * (size_t)sysconf(_SC_PAGESIZE);
+
+	for (size_t i = 0; call->argv[i]; i++)
+		if (strlen(call->argv[i]) >= max)
+			return al_err(AL_EAGENT, "%s '%s': its prompt (%zu bytes) is too long for a "
+				      "command-line argument of runner '%s' (less than %zu bytes): "
+				      "give the runner 'prompt: stdin' or 'prompt: file'",
+				      al_role_names[call->ctx->role], call->ctx->agent->path,
+				      call->prompt.len, runner, max);
+	return 0;
+}
+
 int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_call_ctx *c)
 {
 	const struct al_agent *a = c->agent;
@@ -121,7 +140,8 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	render_prompt(call, ex, task_file);
 	if ((rc = al_write_atomic(call->prompt_path, call->prompt.buf, call->prompt.len)) < 0)
 		goto done;
-	if (!c->keep_output && (rc = al_remove(c->output)) < 0)
+	/* a directory an agent left at the output path is not its output either */
+	if ((!c->keep_output || al_dir_exists(c->output)) && (rc = al_remove_tree(c->output)) < 0)
 		goto done;
 
 	if (a->command_sh) {
@@ -151,6 +171,8 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 			call->spec.input = call->prompt.buf;
 			call->spec.input_len = call->prompt.len;
 		}
+		if ((rc = check_args(call, r->name)) < 0)
+			goto done;
 	}
 
 	abs_dir = absolute(ex, c->dir);
@@ -187,6 +209,8 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	call->spec.deadline_ms = deadline;
 	call->spec.tick = al_progress_tick;
 	call->spec.tick_data = ex->progress;
+	call->spec.record = ex->agents_file;
+	call->progress = ex->progress;
 	call->res = (struct al_proc_result)AL_PROC_RESULT_INIT;
 done:
 	free(task_file);
@@ -209,8 +233,16 @@ int al_call_finish(struct al_call *call)
 	al_strbuf_release(&log);
 	if (rc < 0)
 		return rc;
+	if (r->strays)
+		al_progress_note(call->progress, "ailoop: [%s] %s: stopped %d process%s that %s '%s' "
+				 "left running after it exited (log: %s)", c->label, c->node->path,
+				 r->strays, r->strays == 1 ? "" : "es", who, c->agent->path,
+				 call->log_path);
 	if (r->interrupted)
 		return AL_EINTR;
+	if (al_dir_exists(c->output))
+		return al_err(AL_EAGENT, "%s '%s' left a directory at its output path '%s' "
+			      "(log: %s)", who, c->agent->path, c->output, call->log_path);
 	if (!c->keep_output && !al_file_exists(c->output) &&
 	    (rc = al_write_atomic(c->output, r->out.buf, r->out.len)) < 0)
 		return rc;

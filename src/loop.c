@@ -4,6 +4,7 @@
 #include "ailoop/md.h"
 #include "ailoop/sensor.h"
 #include "ailoop/sha256.h"
+#include "ailoop/signals.h"
 #include "ailoop/util.h"
 
 #include <ctype.h>
@@ -482,6 +483,9 @@ static int start(struct loop *lp, const char *task, bool child_entry)
 		}
 		lp->task = al_strbuf_detach(&sb, NULL);
 		lp->resumed = true;
+		if (ex->resuming && ex->nresume_stack &&
+		    !strcmp(ex->resume_stack[ex->nresume_stack - 1], lp->n->path))
+			ex->resuming = false; /* the innermost resumed frame: what follows is new */
 		al_run_event(ex->run, "node_resume", "{s:s, s:s, s:s}", "node", lp->n->path,
 			     "label", lp->st.label, "phase", al_phase_names[lp->st.phase]);
 		rc = al_run_enter(ex->run, lp->n->path);
@@ -552,6 +556,10 @@ int al_loop_run(struct al_exec *ex, const struct al_node *n, const char *task,
 			lp.deadline = own;
 	}
 	while (!done && rc == 0) {
+		if (al_signals_count()) { /* the safe point between two steps */
+			rc = AL_EINTR;
+			break;
+		}
 		if (lp.st.phase != AL_PHASE_COMMIT && lp.deadline && al_now_ms() >= lp.deadline) {
 			char msg[96];
 
@@ -568,6 +576,7 @@ int al_loop_run(struct al_exec *ex, const struct al_node *n, const char *task,
 		}
 	}
 	ex->nframes--;
+	ex->resuming = false; /* a frame ended: the stack the run was resumed at is passed */
 	if (rc < 0)
 		goto out;
 	if (!strcmp(lp.st.status, "error")) { /* fail-fast: the run ends here */

@@ -41,6 +41,110 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* What /proc/<pid>/stat says of a process. */
+struct pstat {
+	char state;              /* 'Z' for a zombie */
+	pid_t ppid, pgid;
+	unsigned long long start; /* field 22: start time, in clock ticks since boot */
+};
+
+static bool read_stat(pid_t pid, struct pstat *out)
+{
+	char path[64], buf[1024], *p;
+	long ppid, pgid;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* the name may hold anything, ')' too: the fields follow its last ')' */
+	if (!(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %c %ld %ld %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+		   "%*s %*s %llu", &out->state, &ppid, &pgid, &out->start) != 4)
+		return false;
+	out->ppid = (pid_t)ppid;
+	out->pgid = (pid_t)pgid;
+	return true;
+}
+
+struct pids {
+	pid_t *v;
+	size_t n, alloc;
+};
+
+static void pids_add(struct pids *l, pid_t pid)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i] == pid)
+			return;
+	AL_GROW(l->v, l->n + 1, l->alloc);
+	l->v[l->n++] = pid;
+}
+
+static bool pids_has(const struct pids *l, pid_t pid)
+{
+	for (size_t i = 0; l && i < l->n; i++)
+		if (l->v[i] == pid)
+			return true;
+	return false;
+}
+
+static pid_t *all_pids(void);
+
+/*
+ * Adds the children of `pid` to `out`: from /proc/<pid>/task/<tid>/children,
+ * or, on kernels without it, by a scan of every process's parent.
+ */
+static void add_children(struct pids *out, pid_t pid)
+{
+	char dir[64];
+	struct dirent *e;
+	bool listed = false;
+	pid_t *all;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%ld/task", (long)pid);
+	for (d = opendir(dir); d && (e = readdir(d));) {
+		char path[400], buf[4096], *p, *end;
+		ssize_t n;
+		int fd;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/children", dir, e->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		listed = true;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		for (p = buf;; p = end) {
+			long child = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			pids_add(out, (pid_t)child);
+		}
+	}
+	if (d)
+		closedir(d);
+	if (listed || !(all = all_pids()))
+		return;
+	for (size_t i = 0; all[i]; i++) {
+		struct pstat ps;
+
+		if (read_stat(all[i], &ps) && ps.ppid == pid)
+			pids_add(out, all[i]);
+	}
+	free(all);
+}
+
 /* The environment: ours, with the spec's NAME=value entries on top. */
 static char **make_env(const char *const *extra)
 {
@@ -152,7 +256,7 @@ static int spawn(struct child *c)
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	if (e) {
-		if (e == ENOENT || e == EACCES || e == ENOEXEC)
+		if (e == ENOENT || e == EACCES || e == ENOEXEC || e == E2BIG)
 			spawn_failed(c, e);
 		else
 			rc = al_err(AL_ERROR, "cannot start '%s': %s", c->spec->argv[0], strerror(e));
@@ -404,14 +508,109 @@ static void step(struct child *cs, size_t n, int *signals_seen)
 		cs[0].spec->tick(cs[0].spec->tick_data);
 }
 
+/* Children ailoop had before it started any agent: not the agents' to answer for. */
+static struct pids foreign;
+
+/*
+ * Once every agent of a batch has exited, kills what they left running out
+ * of their process groups (setsid, a double fork). ailoop is a subreaper,
+ * so those orphans are its children now, or below them: anything below
+ * ailoop that is not one of the agents' zombies, nor in one of their groups
+ * (check_exit killed those, reap_group reaps them), is such a stray.
+ * Returns how many; each is named in `log`.
+ */
+static int kill_strays(const struct child *cs, size_t n, struct al_strbuf *log)
+{
+	struct pids seen = { 0 };
+	int found = 0;
+
+	for (int64_t until = al_now_ms() + 2000; al_now_ms() < until;) {
+		struct pids below = { 0 };
+		struct timespec ms = { 0, 5000000 };
+		bool left = false;
+
+		add_children(&below, getpid());
+		for (size_t i = 0; i < below.n; i++) { /* the list grows as it is walked */
+			pid_t pid = below.v[i];
+			bool agent = false, grouped = false;
+			struct pstat ps;
+
+			for (size_t k = 0; k < n; k++)
+				agent |= cs[k].pid == pid;
+			if (agent || pids_has(&foreign, pid) || !read_stat(pid, &ps))
+				continue;
+			add_children(&below, pid);
+			for (size_t k = 0; k < n; k++)
+				grouped |= cs[k].pid > 0 && ps.pgid == cs[k].pid;
+			if (ps.state == 'Z') {
+				if (ps.ppid == getpid())
+					waitpid(pid, NULL, WNOHANG);
+				continue;
+			}
+			if (grouped)
+				continue;
+			left = true;
+			if (!pids_has(&seen, pid)) {
+				char path[64], name[64] = "?";
+				ssize_t len;
+				int fd;
+
+				pids_add(&seen, pid);
+				found++;
+				snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pid);
+				if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+					len = read(fd, name, sizeof(name) - 1);
+					name[len > 0 ? len : 0] = '\0';
+					name[strcspn(name, "\n")] = '\0';
+					close(fd);
+				}
+				al_strbuf_addf(log, "\nailoop: stopped process %ld (%s), which was left "
+					       "running outside the agent's process group\n", (long)pid, name);
+			}
+			kill(pid, SIGKILL);
+			if (ps.ppid == getpid())
+				waitpid(pid, NULL, WNOHANG);
+		}
+		free(below.v);
+		if (!left)
+			break;
+		nanosleep(&ms, NULL);
+	}
+	free(seen.v);
+	return found;
+}
+
+/* Writes the agents' pids and start times, for a resume after ailoop is killed. */
+static void record(const char *path, const struct child *cs, size_t n)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	int fd;
+
+	for (size_t i = 0; i < n; i++) {
+		struct pstat ps;
+
+		if (cs[i].pid > 0 && read_stat(cs[i].pid, &ps))
+			al_strbuf_addf(&sb, "%ld %llu\n", (long)cs[i].pid, ps.start);
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		if (write(fd, sb.buf, sb.len) < 0)
+			sb.len = 0; /* best effort: without it a resume finds fewer leftovers */
+		close(fd);
+	}
+	al_strbuf_release(&sb);
+}
+
 int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *results, size_t n)
 {
 	struct child *cs = al_calloc(n, sizeof(*cs));
-	int rc = 0, signals_seen = al_signals_count();
+	int rc = 0, signals_seen = 0; /* one since the run started stops these too */
 	static bool prepared;
+	bool strays_done = false;
 	size_t i;
 
 	if (!prepared) {
+		add_children(&foreign, getpid());
 		/* without it (old kernels) orphans go to PID 1 */
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
 		/* a child that stops reading its stdin must not kill us: EPIPE instead */
@@ -421,11 +620,19 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 
 	for (i = 0; i < n; i++) {
 		results[i] = (struct al_proc_result)AL_PROC_RESULT_INIT;
+		results[i].interrupted = al_signals_count() > 0; /* then none is started */
 		cs[i].spec = &specs[i];
 		cs[i].res = &results[i];
+	}
+	if (al_signals_count()) {
+		free(cs);
+		return AL_EINTR;
+	}
+	for (i = 0; i < n; i++)
 		if ((rc = spawn(&cs[i])) < 0)
 			break;
-	}
+	if (n && specs[0].record)
+		record(specs[0].record, cs, n);
 	if (rc == 0 && n) { /* a crash while agents are at work */
 		char point[300];
 
@@ -446,7 +653,16 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 		if (all_done)
 			break;
 		step(cs, n, &signals_seen);
+		all_done = !strays_done;
+		for (size_t k = 0; k < n; k++)
+			all_done &= cs[k].exited || cs[k].done || !cs[k].pid;
+		if (all_done) { /* before the step counts as finished */
+			results[0].strays = kill_strays(cs, n, &results[0].log);
+			strays_done = true;
+		}
 	}
+	if (n && specs[0].record)
+		unlink(specs[0].record); /* all reaped: none left to find */
 	free(cs);
 	if (rc < 0)
 		return rc;
@@ -541,38 +757,72 @@ static pid_t *all_pids(void)
 	return pids;
 }
 
-int al_proc_kill_by_env(const char *entry)
+/* Whether process `pid` is still the one that started at `start`, and alive. */
+static bool same_process(pid_t pid, unsigned long long start)
 {
-	pid_t *pids = all_pids(), me = getpid();
-	int found = 0;
+	struct pstat ps;
 
-	for (size_t i = 0; pids && pids[i]; i++) {
-		pid_t pgid;
+	return read_stat(pid, &ps) && ps.start == start && ps.state != 'Z';
+}
 
-		if (pids[i] == me || !environ_has(pids[i], entry))
-			continue;
-		found++;
-		pgid = getpgid(pids[i]);
-		if (pgid > 0 && pgid != getpgid(0))
-			kill(-pgid, SIGKILL);
-		kill(pids[i], SIGKILL);
+int al_proc_kill_recorded(const char *record, const char *entry)
+{
+	struct al_strbuf text = AL_STRBUF_INIT;
+	struct pids victims = { 0 }, recorded = { 0 };
+	pid_t *all, me = getpid();
+	int found;
+
+	if (al_strbuf_read_file(&text, record, 0) < 0) {
+		al_strbuf_release(&text);
+		return 0; /* none recorded: no agent was at work */
 	}
-	free(pids);
-	/* wait (at most 2 s) until they are gone: /proc shows them no more */
-	for (int64_t until = al_now_ms() + 2000; found && al_now_ms() < until;) {
+	for (const char *p = text.buf; *p;) {
+		char *end;
+		long pid = strtol(p, &end, 10);
+		unsigned long long start = strtoull(end, &end, 10);
+
+		if (pid > 0 && (pid_t)pid != me) {
+			pids_add(&recorded, (pid_t)pid);
+			if (same_process((pid_t)pid, start))
+				pids_add(&victims, (pid_t)pid);
+		}
+		p = end + strcspn(end, "\n");
+		p += *p == '\n';
+	}
+	/* each recorded agent still alive, whatever is below it, and its group */
+	for (size_t i = 0; i < victims.n; i++)
+		add_children(&victims, victims.v[i]);
+	all = all_pids();
+	for (size_t i = 0; all && all[i]; i++) {
+		struct pstat ps;
+
+		/* the group of an agent that died before it: ours only if it says so */
+		if (all[i] != me && read_stat(all[i], &ps) && ps.state != 'Z' &&
+		    pids_has(&recorded, ps.pgid) && environ_has(all[i], entry))
+			pids_add(&victims, all[i]);
+	}
+	free(all);
+	for (size_t i = 0; i < victims.n; i++)
+		kill(victims.v[i], SIGKILL);
+	found = (int)victims.n;
+	/* wait (at most 2 s) until they are gone: dead, or zombies of another parent */
+	for (int64_t until = al_now_ms() + 2000; al_now_ms() < until;) {
 		struct timespec ms = { 0, 5000000 };
 		bool left = false;
 
-		pids = all_pids();
-		for (size_t i = 0; pids && pids[i] && !left; i++)
-			left = pids[i] != me && environ_has(pids[i], entry);
-		free(pids);
+		for (size_t i = 0; i < victims.n && !left; i++) {
+			struct pstat ps;
+
+			left = read_stat(victims.v[i], &ps) && ps.state != 'Z';
+		}
 		if (!left)
 			break;
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			; /* ours, as their subreaper */
 		nanosleep(&ms, NULL);
 	}
+	unlink(record);
+	free(victims.v);
+	free(recorded.v);
+	al_strbuf_release(&text);
 	return found;
 }
 

@@ -12,6 +12,12 @@
 #include <stdint.h>
 
 /*
+ * In a run's directory, the pids and start times of the agents at work
+ * (logs/ is never committed): what a resume may kill after ailoop was.
+ */
+#define AL_RUN_AGENTS_FILE "logs/agents"
+
+/*
  * The recursive executor. al_exec_node() runs any node; each node type has
  * its executor (the sensor-form loop in loop.c). A node keeps its progress
  * in its orchestrator-output.md, so running a node whose state is on disk
@@ -42,7 +48,9 @@ struct al_exec {
 	struct al_run *run;
 	struct al_progress *progress;
 	char *root;      /* the repository root, absolute */
-	bool resuming;   /* nodes on the run's stack must have their state */
+	char *agents_file; /* <run>/AL_RUN_AGENTS_FILE: see al_proc_spec.record */
+	bool resuming;   /* nodes on the run's stack must have their state; cleared once
+			  * the innermost of them is resumed or a frame ends */
 	char **resume_stack; /* that stack, as the run left it */
 	size_t nresume_stack;
 	size_t commits;  /* commits made by this process */

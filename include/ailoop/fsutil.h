@@ -39,6 +39,8 @@ enum al_path_place al_path_place(const char *path, char **real);
  * in the repository, where git records them, and never point elsewhere.
  */
 int al_refuse_symlink(const char *path);
+/* Removes a file, or a directory with everything in it (rm -rf). */
+int al_remove_tree(const char *path);
 /* Whether fsync is on (AILOOP_FSYNC unset or not "0"). */
 bool al_fsync_enabled(void);
 

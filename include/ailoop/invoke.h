@@ -43,6 +43,7 @@ struct al_call {
 	char *log_path;
 	char *prompt_path;
 	int timeout_s;
+	struct al_progress *progress;
 };
 
 /* Builds prompt, argv and environment; writes the prompt file. */

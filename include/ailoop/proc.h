@@ -13,10 +13,12 @@
  * stderr through pipes that are read with poll(). A deadline on the
  * monotonic clock sends SIGTERM to the whole group, then SIGKILL after the
  * grace period; an interrupt (see signals.h) does the same to every child,
- * a second one kills at once. When a child's main process exits, whatever
- * it left running in its group is killed, so no agent outlives its step
- * and nothing writes to the tree while ailoop commits. Children are always
- * reaped.
+ * a second one kills at once, and one that came before the call starts
+ * none. When a child's main process exits, whatever it left running in its
+ * group is killed, and once all have exited so is whatever they detached
+ * from their groups (ailoop is a child subreaper), so no agent outlives
+ * its step and nothing writes to the tree while ailoop commits. Children
+ * are always reaped.
  */
 #define AL_PROC_OUT_MAX (16u << 20) /* stdout kept in memory */
 #define AL_PROC_LOG_MAX (1u << 20)  /* tail of stdout+stderr kept for logs/ */
@@ -33,6 +35,13 @@ struct al_proc_spec {
 	/* called about once a second while waiting, e.g. for a live status line */
 	void (*tick)(void *data);
 	void *tick_data;
+	/*
+	 * A file that holds, while the children run, "pid start-time" of each
+	 * (start time: field 22 of /proc/<pid>/stat), so that after ailoop is
+	 * killed a resume stops its agents and no other process. Only the
+	 * first spec's is used; NULL: none.
+	 */
+	const char *record;
 };
 
 struct al_proc_result {
@@ -44,9 +53,15 @@ struct al_proc_result {
 	bool out_truncated;
 	struct al_strbuf log; /* the last AL_PROC_LOG_MAX bytes of stdout+stderr */
 	bool log_truncated;
+	/*
+	 * Processes left running out of the child's process group (setsid),
+	 * killed before the call returned; named in `log`. Counted in the
+	 * first result of a batch, whichever child left them.
+	 */
+	int strays;
 };
 
-#define AL_PROC_RESULT_INIT { 0, false, false, 0, AL_STRBUF_INIT, false, AL_STRBUF_INIT, false }
+#define AL_PROC_RESULT_INIT { 0, false, false, 0, AL_STRBUF_INIT, false, AL_STRBUF_INIT, false, 0 }
 
 /*
  * Runs `n` children at once and waits for all of them; `results` are
@@ -65,12 +80,15 @@ bool al_proc_in_path(const char *prog);
 char *al_proc_find(const char *prog);
 
 /*
- * Kills (SIGKILL, with their process groups) every process but this one
- * whose environment holds `entry` ("AILOOP_RUN_DIR=/…"): agents a killed
- * ailoop left running, which must not go on editing the tree while the run
- * is resumed. Waits until they are gone. Returns how many were found.
+ * Kills (SIGKILL) the children a killed ailoop left running, as `record`
+ * (see al_proc_spec) lists them: each one still alive with the start time
+ * recorded, whatever is below it, and the members of its process group
+ * whose environment holds `entry` ("AILOOP_RUN_DIR=/…"). They must not go
+ * on editing the tree while the run is resumed; no other process is
+ * touched. Waits until they are gone, then removes `record`. Returns how
+ * many were found.
  */
-int al_proc_kill_by_env(const char *entry);
+int al_proc_kill_recorded(const char *record, const char *entry);
 
 /* Whether any process has `path` open (a lock file being written). */
 bool al_proc_file_in_use(const char *path);

@@ -101,9 +101,11 @@ static int cleanup_after_crash(struct al_git *git, const struct al_run *run)
 {
 	/* the run's directory, not its id: ids repeat from one repository to another */
 	char *entry = al_xprintf("AILOOP_RUN_DIR=%s", run->abs_dir);
-	int agents = al_proc_kill_by_env(entry), locks;
+	char *record = al_xprintf("%s/%s", run->dir, AL_RUN_AGENTS_FILE);
+	int agents = al_proc_kill_recorded(record, entry), locks;
 
 	free(entry);
+	free(record);
 	if (agents)
 		fprintf(stderr, "ailoop: stopped %d process%s the interrupted run left running\n",
 			agents, agents == 1 ? "" : "es");
@@ -221,6 +223,7 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 		}
 		goto done;
 	}
+	al_signals_install(); /* from here on a signal pauses the run, whenever it comes */
 	if ((rc = al_run_lock(run)) < 0) {
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
@@ -272,7 +275,6 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 	ex.run = run;
 	ex.progress = &progress;
 	ex.resuming = true;
-	al_signals_install();
 	rc = al_exec_run(&ex, &res);
 	al_progress_end(&progress);
 	code = al_cli_report_run(&ex, rc, json);

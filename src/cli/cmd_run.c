@@ -260,6 +260,7 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	init.flow_sha256 = sha;
 	init.branch = branch;
 	init.base_branch = base;
+	al_signals_install(); /* from here on a signal pauses the run, whenever it comes */
 	/* the run records its branch first: a resume can make a branch never made */
 	if ((rc = al_run_create(&run, &init)) < 0 ||
 	    (!o->no_branch && (rc = al_git_branch_create(git, branch)) < 0) ||
@@ -279,7 +280,6 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	ex.git = git;
 	ex.run = run;
 	ex.progress = &progress;
-	al_signals_install();
 	rc = al_exec_run(&ex, &res);
 	al_progress_end(&progress);
 	code = al_cli_report_run(&ex, rc, o->json);

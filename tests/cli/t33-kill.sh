@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The kill test: a three-level run of scripted agents, killed with SIGKILL
-# at many instants and resumed (again and again if killed again), must end
-# exactly like the same run left alone: the same (label, node, status)
-# sequence, no label twice and none missing, the same tree, a clean
-# `git fsck --strict`, status complete.
+# at many instants and resumed, must end exactly like the same run left
+# alone: the same (label, node, status) sequence, no label twice and none
+# missing, the same tree, a clean `git fsck --strict`, status complete.
+# One resume per kill, always: a run that needs a second try is a failure.
 #
-# Kill points: every kind of crash point ailoop has (AILOOP_CRASH_AT: state
-# and artifact writes before and after their rename, the commit staged and
-# made but not yet recorded, agents at work), spread over the whole run;
-# kills at random instants; and kills during the resume itself.
+# Kill points (AILOOP_CRASH_AT: state and artifact writes before and after
+# their rename, the commit staged and made but not yet recorded, agents at
+# work): every point of the first entry of each child loop, each kind of
+# point of the later entries and of the root, every point of the run's
+# start and end; kills at random instants; and kills during the resume
+# itself.
 . "$(dirname "$0")/lib.sh"
 
 T=$TEST_TMP
@@ -27,9 +29,11 @@ expect_eq "$(printf '%s\n' "$ref_triples" | wc -l)" 24 "the reference run's leng
 
 tried=0 recovered=0
 
-# kill_and_resume NAME RUN-ENV RESUME-ENV: one kill point, then resumes
+# kill_and_resume NAME RUN-ENV RESUME-ENV: one kill point, then one resume
+# (two if RESUME-ENV kills the first)
 kill_and_resume() {
-	local name=$1 run_env=$2 resume_env=$3 w=$T/work rc tries=0 problems=""
+	local name=$1 run_env=$2 resume_env=$3 w=$T/work rc tries=0 problems="" kills=1
+	[ -z "$resume_env" ] || kills=2
 	rm -rf "$w"
 	cp -a "$T/template" "$w"
 	cd "$w"
@@ -42,7 +46,7 @@ kill_and_resume() {
 	else # (in a command substitution: the shell says nothing of the kill)
 		rc=$({ env $run_env "$AILOOP" run --quiet "release it" >/dev/null 2>&1; echo $?; } 2>/dev/null)
 	fi
-	while [ "$rc" -ne 0 ] && [ "$tries" -lt 5 ]; do
+	while [ "$rc" -ne 0 ] && [ "$tries" -lt "$kills" ]; do
 		tries=$((tries + 1))
 		rc=$({ env $resume_env "$AILOOP" resume >/dev/null 2>"$T/resume.err"; echo $?; } 2>/dev/null)
 		resume_env=""
@@ -72,28 +76,49 @@ kill_and_resume() {
 	fi
 }
 
-# 1. crash points spread evenly over the whole run
-step=$((total / 60 + 1))
-for n in $(seq 1 "$step" "$total"); do
-	kill_and_resume "point $n ($(sed -n "${n}p" "$T/points" | cut -d' ' -f2-))" \
-		"AILOOP_CRASH_AT=$n" ""
-done
+# Each point of the reference run as "N node entry kind": the node it
+# belongs to (the one whose file it writes; the innermost node at work for
+# a commit or the run's state), which entry of that node it is in, and its
+# kind (what is written, or which agent runs) without the run and node.
+awk '{ n[NR] = $1; $1 = ""; t[NR] = substr($0, 2) }
+END {
+	cur = "-"
+	for (i = 1; i <= NR; i++) {
+		s = t[i]; pre = ""
+		if (s == "before rename" && i < NR) { pre = "before rename of "; s = t[i + 1] }
+		if (s ~ /^running /) { pre = pre "running "; s = substr(s, 9) }
+		file = s; sub(/^.*\//, "", file)
+		who = cur
+		if (match(s, /\/nodes\/[^ ]*$/)) {
+			who = substr(s, RSTART + 7); sub(/\/(logs\/)?[^\/]*$/, "", who)
+			if (pre == "" && file == "task.md") entry[who]++
+			if (pre !~ /^before/) cur = who
+		}
+		e = entry[who] + (pre ~ /^before/ && file == "task.md")
+		printf "%s %s %d %s%s\n", n[i], who, e ? e : 1, pre, file
+	}
+}' "$T/points" >"$T/kinds"
+expect_eq "$(awk '$2 ~ /\// && $3 > 1 { print $2 }' "$T/kinds" | sort -u | tr '\n' ' ')" \
+	"release/feature release/feature/step " "both children are entered more than once"
 
-# 2. each kind of point at least once: between commit and state, agents at
-#    work, a file written but not renamed, a state write landed
-for kind in "committed" "staged" "running .*/logs/actuator.log" "running .*/logs/controller.log" \
-	"running .*/logs/sensor-scope.log" "before rename" "orchestrator-output.md$" \
-	"run-state.md$" "result-output.md$" "task.md$"; do
-	for n in $(grep -n " $kind" "$T/points" | cut -d: -f1 | awk 'NR % 7 == 3' | head -2); do
-		kill_and_resume "point $n ($(sed -n "${n}p" "$T/points" | cut -d' ' -f2-))" \
-			"AILOOP_CRASH_AT=$n" ""
-	done
-done
-
+# 1. every point of the first entry of each child loop: what a resume
+#    finds there, it must leave as soon as it is past it (the child's next
+#    entry starts afresh)
+# 2. each kind of point of the later entries of each child, and of the
+#    root, at one of its occurrences (taken in turn, so spread over them)
 # 3. every point of the run's start and end, where the run and its branch
 #    are made and its final status is written: the most delicate instants
-for n in $(seq 1 12) $(seq $((total - 11)) "$total"); do
-	kill_and_resume "point $n ($(sed -n "${n}p" "$T/points" | cut -d' ' -f2-))" \
+{
+	awk '$2 ~ /\// && $3 == 1 { print $1 }' "$T/kinds"
+	awk '$2 !~ /\// || $3 > 1 {
+		key = $2 " " ($3 > 1) " " substr($0, index($0, $4))
+		if (++seen[key] == 1 + NR % 3 || !(key in pick)) pick[key] = $1
+	} END { for (k in pick) print pick[k] }' "$T/kinds"
+	seq 1 12
+	seq $((total - 11)) "$total"
+} | sort -n | uniq >"$T/selected"
+for n in $(cat "$T/selected"); do
+	kill_and_resume "point $n ($(sed -n "${n}p" "$T/kinds" | cut -d' ' -f2-))" \
 		"AILOOP_CRASH_AT=$n" ""
 done
 
@@ -125,10 +150,8 @@ for n in $(seq 1 "$(wc -l <"$T/failing-points")"); do
 	cp -a "$T/failing" "$w"
 	cd "$w"
 	rc=$({ AILOOP_CRASH_AT=$n "$AILOOP" run --quiet x >/dev/null 2>&1; echo $?; } 2>/dev/null)
-	for _ in 1 2 3; do
-		[ "$rc" -eq 137 ] || [ "$rc" -eq 0 ] || break
+	[ "$rc" -ne 137 ] || # one resume, which ends the run
 		rc=$({ "$AILOOP" resume >/dev/null 2>&1; echo $?; } 2>/dev/null)
-	done
 	[ "$rc" -eq 66 ] && ! "$AILOOP" status >/dev/null 2>&1 &&
 		rc=$({ "$AILOOP" run --quiet x >/dev/null 2>&1; echo $?; } 2>/dev/null)
 	tried=$((tried + 1))

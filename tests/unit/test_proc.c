@@ -1,9 +1,11 @@
+#include "ailoop/fsutil.h"
 #include "ailoop/proc.h"
 #include "ailoop/signals.h"
 #include "unit.h"
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* Runs `argv` with the given stdin (NULL: /dev/null) and no deadline. */
 static int run(struct al_proc_result *r, const char *const *argv, const char *input,
@@ -428,6 +430,96 @@ Test(proc, an_interrupt_stops_the_children)
 	cr_assert_eq(r.exit_code, 128 + SIGTERM);
 	cr_assert_lt(al_now_ms() - start, 5000);
 	al_proc_result_release(&r);
+}
+
+Test(proc, an_interrupt_before_the_call_starts_no_child)
+{
+	/* a Ctrl-C between two agents: the next one is not started at all */
+	struct al_proc_spec spec = { .argv = SH("touch started") };
+	struct al_proc_result r = AL_PROC_RESULT_INIT;
+
+	al_signals_install();
+	raise(SIGINT);
+	cr_assert_eq(al_proc_run(&spec, &r), AL_EINTR);
+	cr_assert(r.interrupted);
+	cr_assert_not(al_file_exists("started"));
+	al_proc_result_release(&r);
+}
+
+Test(proc, a_process_detached_with_setsid_is_stopped_and_named)
+{
+	struct al_proc_result r = AL_PROC_RESULT_INIT;
+	struct al_strbuf pid = AL_STRBUF_INIT;
+
+	cr_assert_eq(run(&r, SH("setsid sh -c 'echo $$ >detached; exec sleep 100' >/dev/null 2>&1 &"
+				"while [ ! -s detached ]; do sleep 0.01; done"), NULL, 0), 0);
+	cr_assert_eq(r.strays, 1, "log: %s", r.log.buf);
+	cr_assert_eq(al_strbuf_read_file(&pid, "detached", 0), 0);
+	errno = 0;
+	cr_assert_eq(kill((pid_t)atol(pid.buf), 0), -1, "detached %s still exists", pid.buf);
+	cr_assert_eq(errno, ESRCH);
+	cr_assert(strstr(r.log.buf, "ailoop: stopped process "), "log: %s", r.log.buf);
+	al_strbuf_release(&pid);
+	al_proc_result_release(&r);
+}
+
+Test(proc, an_agent_that_leaves_nothing_has_no_strays)
+{
+	struct al_proc_result r = AL_PROC_RESULT_INIT;
+
+	cr_assert_eq(run(&r, SH("sleep 100 & true"), NULL, 0), 0);
+	cr_assert_eq(r.strays, 0, "a child in the agent's group is not a stray");
+	al_proc_result_release(&r);
+}
+
+/* Starts `sleep 100` with `env`, not through al_proc; returns its pid. */
+static pid_t start_sleep(char *const env[])
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		execve("/bin/sleep", (char *const[]){ "sleep", "100", NULL }, env);
+		_exit(127);
+	}
+	return pid;
+}
+
+static unsigned long long start_time(pid_t pid)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	char path[64];
+	unsigned long long start = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	cr_assert_eq(al_strbuf_read_file(&sb, path, 0), 0);
+	cr_assert_eq(sscanf(strrchr(sb.buf, ')') + 2, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			    "%*s %*s %*s %*s %*s %*s %*s %*s %*s %llu", &start), 1);
+	al_strbuf_release(&sb);
+	return start;
+}
+
+Test(proc, kill_recorded_stops_recorded_processes_only)
+{
+	char *const env[] = { "AILOOP_RUN_DIR=/x/run", NULL };
+	pid_t agent = start_sleep(env), other = start_sleep(env), stale = start_sleep(env);
+	struct al_strbuf rec = AL_STRBUF_INIT;
+
+	usleep(50000); /* exec'd: the start time is the process's, not the fork's */
+	al_strbuf_addf(&rec, "%ld %llu\n%ld %llu\n", (long)agent, start_time(agent), (long)stale,
+		       start_time(stale) + 1);
+	cr_assert_eq(al_write_atomic("agents", rec.buf, rec.len), 0);
+	cr_assert_eq(al_proc_kill_recorded("agents", "AILOOP_RUN_DIR=/x/run"), 1);
+	cr_assert_eq(waitpid(agent, NULL, WNOHANG), agent, "the recorded agent was stopped");
+	cr_assert_eq(kill(other, 0), 0, "a process with the run in its environment is not ours");
+	cr_assert_eq(kill(stale, 0), 0, "a pid recorded with another start time is another process");
+	cr_assert_not(al_file_exists("agents"), "the record is removed");
+	cr_assert_eq(al_proc_kill_recorded("agents", "AILOOP_RUN_DIR=/x/run"), 0);
+	kill(other, SIGKILL);
+	kill(stale, SIGKILL);
+	waitpid(other, NULL, 0);
+	waitpid(stale, NULL, 0);
+	al_strbuf_release(&rec);
 }
 
 Test(proc, in_path_finds_executables_only)

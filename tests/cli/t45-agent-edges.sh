@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Agents at the edges: a SIGINT at any instant pauses the run, also between
+# two agents; a process an agent detaches with setsid does not outlive its
+# step; a prompt too long for a command-line argument and an output path
+# turned into a directory are agent errors, not a paused run.
+. "$(dirname "$0")/lib.sh"
+
+# --- SIGINT at random instants of a loop of trivial agents: exit 3, paused -------
+export STOP=$TEST_TMP/stop
+R=$TEST_TMP/fast
+loop_repo "$R" a
+cat >"$R/.ai-loop/agents/until-stop.md" <<'MD'
+---
+name: until-stop
+command: >-
+  if [ -e "$STOP" ]; then printf -- '---\ntarget-met: true\n---\nstop\n';
+  else printf -- '---\ntarget-met: false\n---\n## Action Plan\n\nonce more\n'; fi
+---
+Decides to go on until the test says stop.
+MD
+one_loop "$R" noop.md "max_iterations: 10000" .ai-loop/agents/until-stop.md
+commit_all "$R"
+RANDOM=45
+for trial in $(seq 10); do
+	w=$TEST_TMP/fast-$trial
+	cp -a "$R" "$w"
+	cd "$w"
+	rm -f "$STOP"
+	"$AILOOP" run --quiet x >/dev/null 2>"$TEST_TMP/err" &
+	pid=$!
+	wait_for .ai-loop/runs/.gitignore
+	sleep "0.$(printf '%03d' $((RANDOM % 600 + 10)))"
+	kill -INT "$pid"
+	i=0 # a lost signal would let the run go on: end it, then see it fail
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	touch "$STOP"
+	wait "$pid" && rc=0 || rc=$?
+	expect_eq "$rc" 3 "trial $trial: SIGINT at a random instant exits 3"
+	expect_eq "$("$AILOOP" status --json | jq -r .status)" paused "trial $trial: the run is paused"
+	touch "$STOP"
+	run "$AILOOP" resume
+	expect_rc 0 "trial $trial: the paused run resumes and finishes"
+	labels=$(triples "$w" | awk '{ print $1 }')
+	expect_eq "$(printf '%s\n' "$labels" | sort -n | uniq | tr '\n' ' ')" \
+		"$(seq 0 "$(printf '%s\n' "$labels" | wc -l | awk '{ print $1 - 1 }')" | tr '\n' ' ')" \
+		"trial $trial: every label once, none missing"
+	expect_eq "$(git status --porcelain)" "" "trial $trial: the tree is clean"
+	cd "$TEST_TMP"
+	rm -rf "$w"
+done
+
+# --- an agent detaches a process with setsid: it is stopped, and says so -----------
+R=$TEST_TMP/detach
+loop_repo "$R" a
+cat >"$R/.ai-loop/agents/detach.md" <<'MD'
+---
+name: detach
+command: >-
+  setsid sh -c 'echo $$ >"$DETACHED"; sleep 1; echo late >late.txt' &
+  while [ ! -s "$DETACHED" ]; do sleep 0.01; done; sh .ai-loop/agents/fix.sh
+---
+Fixes one item, and leaves a detached process that writes later.
+MD
+one_loop "$R" detach.md
+commit_all "$R"
+cd "$R"
+export DETACHED=$TEST_TMP/detached
+run "$AILOOP" run "fix all"
+expect_rc 0 "the run with a detaching agent completes"
+expect_in "$err" "that actuator '.ai-loop/agents/detach.md' left running after it exited" \
+	"the leftover process is named as stopped"
+kill -0 "$(cat "$DETACHED")" 2>/dev/null && fail "the detached process outlived the run" || pass
+sleep 1.5
+[ ! -e late.txt ] && pass || fail "the detached process wrote to the tree after the run"
+expect_eq "$(git status --porcelain)" "" "the tree stays as the run left it"
+expect_in "$(cat .ai-loop/runs/run_*/nodes/fix/logs/actuator.log)" "ailoop: stopped process" \
+	"the agent's log names the process"
+
+# --- a prompt too long for `prompt: arg`: an agent error -------------------------------
+R=$TEST_TMP/long
+loop_repo "$R" a
+mkdir -p "$TEST_TMP/bin"
+printf '#!/bin/sh\necho ran\n' >"$TEST_TMP/bin/by-arg"
+chmod +x "$TEST_TMP/bin/by-arg"
+printf -- '---\nname: arg-agent\nrunner: by-arg\n---\nThe task: {task}\n' \
+	>"$R/.ai-loop/agents/arg-agent.md"
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+runners:
+  by-arg:
+    command: [by-arg]
+    prompt: arg
+flow:
+  id: fix
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator: {agent: .ai-loop/agents/arg-agent.md}
+YAML
+commit_all "$R"
+cd "$R"
+head -c 200000 /dev/zero | tr '\0' x >"$TEST_TMP/task"
+run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run --task-file "$TEST_TMP/task"
+expect_rc 1 "a prompt over the argument limit fails the run (fail-fast)"
+expect_in "$err" "actuator '.ai-loop/agents/arg-agent.md': its prompt (" "the error names the agent"
+expect_in "$err" "too long for a command-line argument of runner 'by-arg'" "the error says why"
+expect_in "$err" "prompt: stdin" "the error says what to do"
+expect_eq "$("$AILOOP" status --json | jq -r .status)" error "the run ended in error"
+
+# --- an output path turned into a directory: an agent error ---------------------------
+R=$TEST_TMP/dirout
+loop_repo "$R" a b
+cat >"$R/.ai-loop/agents/dirout.md" <<'MD'
+---
+name: dirout
+command: mkdir -p "$AILOOP_OUTPUT/sub"; echo x >"$AILOOP_OUTPUT/sub/f"
+---
+Leaves a directory where its output goes.
+MD
+one_loop "$R" dirout.md "max_iterations: 2"
+commit_all "$R"
+cp -a "$R" "$R-continue"
+cd "$R"
+run "$AILOOP" run x
+expect_rc 1 "an output path turned into a directory fails the run (fail-fast)"
+expect_in "$err" "actuator '.ai-loop/agents/dirout.md' left a directory at its output path" \
+	"the error names the agent and the path"
+expect_eq "$("$AILOOP" status --json | jq -r .status)" error "the run ended in error"
+R=$R-continue
+one_loop "$R" dirout.md "max_iterations: 2" "" "termination: {on_error: continue}"
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run x
+expect_not_in "$err" "paused" "with on_error continue the loop goes on"
+expect_eq "$(grep -c 'left a directory at its output path' <<<"$err" | awk '$1 >= 2 { print "yes" }')" \
+	yes "each iteration's failure is an agent error"
+expect_eq "$("$AILOOP" status --json | jq -r .status)" max-iterations-reached \
+	"the loop ran to its limit"
+
+finish
