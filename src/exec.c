@@ -167,14 +167,14 @@ static int check_runners(const struct al_flow *flow)
 
 int al_exec_run(struct al_exec *ex, struct al_result *res)
 {
-	char cwd[PATH_MAX];
+	char cwd[PATH_MAX], *logs;
 	int rc;
 
 	ex->root = al_strdup(getcwd(cwd, sizeof(cwd)) ? cwd : ".");
-	ex->agents_file = al_xprintf("%s/%s", ex->run->dir, AL_RUN_AGENTS_FILE);
-	*strrchr(ex->agents_file, '/') = '\0';
-	rc = al_mkdirs(ex->agents_file);
-	ex->agents_file[strlen(ex->agents_file)] = '/';
+	logs = al_xprintf("%s/" AL_RUN_AGENTS_DIR, ex->run->dir);
+	rc = al_mkdirs(logs);
+	free(logs);
+	ex->agents_file = al_xprintf("%s/" AL_RUN_AGENTS_FILE, ex->run->dir);
 	if (rc < 0)
 		goto done;
 	if (ex->resuming) { /* entering nodes rewrites the stack: keep how it was */

@@ -15,7 +15,8 @@
  * In a run's directory, the pids and start times of the agents at work
  * (logs/ is never committed): what a resume may kill after ailoop was.
  */
-#define AL_RUN_AGENTS_FILE "logs/agents"
+#define AL_RUN_AGENTS_DIR "logs"
+#define AL_RUN_AGENTS_FILE AL_RUN_AGENTS_DIR "/agents"
 
 /*
  * The recursive executor. al_exec_node() runs any node; each node type has

@@ -101,7 +101,7 @@ static int cleanup_after_crash(struct al_git *git, const struct al_run *run)
 {
 	/* the run's directory, not its id: ids repeat from one repository to another */
 	char *entry = al_xprintf("AILOOP_RUN_DIR=%s", run->abs_dir);
-	char *record = al_xprintf("%s/%s", run->dir, AL_RUN_AGENTS_FILE);
+	char *record = al_xprintf("%s/" AL_RUN_AGENTS_FILE, run->dir);
 	int agents = al_proc_kill_recorded(record, entry), locks;
 
 	free(entry);
