@@ -14,12 +14,18 @@ static struct al_strbuf last_error = AL_STRBUF_INIT;
 
 int al_err(int code, const char *fmt, ...)
 {
+	struct al_strbuf msg = AL_STRBUF_INIT;
 	va_list ap;
 
-	al_strbuf_reset(&last_error);
+	/*
+	 * Formatted into a fresh buffer, then swapped in: an argument may be
+	 * al_errmsg() itself, as in al_err(..., "reading x: %s", al_errmsg()).
+	 */
 	va_start(ap, fmt);
-	al_strbuf_vaddf(&last_error, fmt, ap);
+	al_strbuf_vaddf(&msg, fmt, ap);
 	va_end(ap);
+	al_strbuf_release(&last_error);
+	last_error = msg;
 	return code;
 }
 

@@ -24,7 +24,10 @@ enum {
 	AL_EBLOCKED = -10,   /* the circuit breaker opened */
 };
 
-/* Records the message of a failure and returns `code`. */
+/*
+ * Records the message of a failure and returns `code`. The arguments may
+ * point into the current message: al_err(c, "in x: %s", al_errmsg()).
+ */
 int al_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The message of the last al_err(), or "" if none. */
 const char *al_errmsg(void);
