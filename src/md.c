@@ -224,6 +224,18 @@ int al_md_parse(struct al_md *md, const char *path, char *text, size_t len)
 			      path);
 	if (!fm)
 		return 0;
+	if (!al_utf8_valid(fm, fm_len)) {
+		/* an agent wrote bytes libyaml refuses: read them as U+FFFD, keep the body's */
+		struct al_strbuf sb = AL_STRBUF_INIT;
+
+		al_strbuf_add(&sb, md->text, (size_t)(fm - md->text));
+		al_utf8_repair(&sb, fm, fm_len);
+		al_strbuf_add(&sb, fm + fm_len, md->len - (size_t)(fm + fm_len - md->text));
+		free(md->text);
+		md->text = al_strbuf_detach(&sb, &md->len);
+		al_split_front_matter(md->text, md->len, &fm, &fm_len, &line, &md->body,
+				      &md->body_len);
+	}
 	al_diags_source(&md->diags, path, NULL, 0);
 	if (al_doc_parse(&md->doc, &md->diags, path, fm, fm_len, line - 1) < 0 || !md->doc) {
 		const struct al_diag *d = &md->diags.v[0];

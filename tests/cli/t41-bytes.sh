@@ -18,10 +18,20 @@ loop_repo "$R" a b
 cat >"$R/.ai-loop/agents/latin1.md" <<'MD'
 ---
 name: latin1
-command: sh .ai-loop/agents/fix.sh && printf 'caf\351 fixed\nmore\n' >"$AILOOP_OUTPUT" && printf 'x\n' >"$(printf 'na\357ve')-$AILOOP_ITERATION.txt"
+command: sh .ai-loop/agents/latin1.sh
 ---
-An actuator that writes Latin-1.
+An actuator that writes Latin-1: as the first line of its output, then in
+its front matter.
 MD
+cat >"$R/.ai-loop/agents/latin1.sh" <<'SH'
+sh .ai-loop/agents/fix.sh
+if [ "$AILOOP_ITERATION" = 1 ]; then
+	printf 'caf\351 fixed\nmore\n' >"$AILOOP_OUTPUT"
+else
+	printf -- '---\nsummary: caf\351 summarized\n---\nmore \351\n' >"$AILOOP_OUTPUT"
+fi
+printf 'x\n' >"$(printf 'na\357ve')-$AILOOP_ITERATION.txt"
+SH
 one_loop "$R" latin1.md
 commit_all "$R"
 cd "$R"
@@ -30,8 +40,10 @@ expect_rc 0 "a run with Latin-1 in the task and in agent output completes"
 expect_not_in "$err" "out of memory" "no internal error (Latin-1)"
 log=$(git log --format=%B)
 valid_utf8 "$log" && pass || fail "commit messages are UTF-8"
-expect_in "$(git log -1 --skip=1 --format=%s)" "— caf� fixed" \
-	"an invalid byte of the summary becomes U+FFFD in the subject"
+expect_in "$(git log -1 --skip=2 --format=%s)" "— caf� fixed" \
+	"an invalid byte of the first line becomes U+FFFD in the subject"
+expect_in "$(git log -1 --skip=1 --format=%s)" "— caf� summarized" \
+	"an invalid byte of the front matter's summary becomes U+FFFD in the subject"
 run_dir=$(ls -d .ai-loop/runs/run_*)
 expect_eq "$(cat "$run_dir/nodes/fix/task.md")" "$latin1_task" "task.md holds the task's bytes"
 state=$(cat "$run_dir/run-state.md")

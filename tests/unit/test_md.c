@@ -401,3 +401,12 @@ Test(md, a_byte_order_mark_before_the_front_matter_is_skipped)
 	cr_assert_eq(al_md_read(&md, "x.md"), 0, "%s", al_errmsg());
 	cr_assert_str_eq(al_md_str(&md, "target-met"), "true");
 }
+
+Test(md, front_matter_that_is_not_utf8_is_read_with_replacement_characters)
+{
+	unit_write("x.md", "---\ntarget-met: false\nsummary: caf\xe9\n---\nBody caf\xe9.\n");
+	cr_assert_eq(al_md_read(&md, "x.md"), 0, "%s", al_errmsg());
+	cr_assert_str_eq(al_md_str(&md, "summary"), "caf\xef\xbf\xbd");
+	cr_assert_eq(md.body_len, strlen("Body caf\xe9.\n"));
+	cr_assert(!memcmp(md.body, "Body caf\xe9.\n", md.body_len), "the body keeps its bytes");
+}
