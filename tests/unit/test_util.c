@@ -26,14 +26,15 @@ Test(util, utf8_repair_replaces_each_bad_byte_and_keeps_the_rest)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	static const char latin1[] = "caf\xe9 \xe2\x80\x94 ok\x01";
+	/* truncated, overlong, surrogate, past U+10FFFF */
+	static const char bad[] = "\xe2\x80|\xc0\x80|\xed\xa0\x80|\xf4\x90\x80\x80";
 
 	cr_assert_not(al_utf8_valid(latin1, strlen(latin1)));
 	al_utf8_repair(&sb, latin1, strlen(latin1));
 	cr_assert_str_eq(sb.buf, "caf\xef\xbf\xbd \xe2\x80\x94 ok\x01");
 	cr_assert(al_utf8_valid(sb.buf, sb.len));
 	al_strbuf_reset(&sb);
-	/* truncated, overlong, surrogate, past U+10FFFF */
-	al_utf8_repair(&sb, "\xe2\x80|\xc0\x80|\xed\xa0\x80|\xf4\x90\x80\x80", 16);
+	al_utf8_repair(&sb, bad, sizeof(bad) - 1);
 	cr_assert(al_utf8_valid(sb.buf, sb.len));
 	cr_assert_eq(strstr(sb.buf, "|") - sb.buf, 6, "%s", sb.buf); /* two U+FFFD */
 	cr_assert(al_utf8_valid("a\0b", 3), "NUL is a character");
