@@ -20,7 +20,8 @@ static pcre2_code *compile(const char *pattern)
 	PCRE2_SIZE off;
 	int code;
 	pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
-				       PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_MULTILINE, &code, &off, NULL);
+				       PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_MULTILINE, &code,
+				       &off, NULL);
 
 	if (!re)
 		abort(); /* a constant pattern: cannot happen */
