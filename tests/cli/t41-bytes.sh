@@ -83,7 +83,7 @@ loop_repo "$R" a
 cat >"$R/.ai-loop/agents/fails.md" <<'MD'
 ---
 name: fails
-command: printf 'caf\351 count 3\n1 test FAILED\n'
+command: printf 'caf\351 count 3\n1 test FAILED\n\000after a NUL byte\n'
 fail_if: 'FAILED'
 metrics:
   count: 'count (\d+)'
@@ -118,8 +118,10 @@ expect_in "$fails" "count: '3'" "a metric is read from output that is not UTF-8"
 expect_in "$(cat "$dir/sensor-passes-output.md")" "status: pass" \
 	"pass_if decides on output that is not UTF-8"
 expect_in "$fails" "$(printf '1 test FAILED')" "the output is kept"
-[ "$(grep -c "$(printf 'caf\351')" "$dir/sensor-fails-output.md")" -eq 1 ] && pass ||
+[ "$(grep -ac "$(printf 'caf\351')" "$dir/sensor-fails-output.md")" -eq 1 ] && pass ||
 	fail "the output's own bytes are kept"
+expect_in "$(tr -d '\0' <"$dir/sensor-fails-output.md")" "FAILED
+after a NUL byte" "the output after a NUL byte is kept"
 
 # --- a FIFO where a file is expected --------------------------------------------------------
 R=$TEST_TMP/fifo
