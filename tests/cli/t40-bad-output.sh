@@ -50,6 +50,9 @@ b" "nothing was acted on"
 		expect_in "$err" "controller failed: controller output unreadable: " \
 			"the failure is reported"
 		expect_eq "$(cat todo.txt)" "" "every item was fixed"
+		expect_in "$(git log --format=%s)" \
+			"iteration 1 — controller failed: controller output unreadable: .ai-loop/runs/" \
+			"the commit says what failed, in readable text"
 	fi
 done
 
