@@ -231,10 +231,11 @@ static void load(struct al_agent *a, struct al_pos ref, struct al_diags *d)
 			al_diags_add(d, ref, "agent file '%s' is larger than 1 MiB", a->path);
 		else
 			al_diags_add(d, ref, "cannot read agent file '%s': %s", a->path,
-				     strerror(errno));
+				     al_strbuf_read_strerror(errno));
 		al_strbuf_release(&sb);
 		return;
 	}
+	al_strbuf_strip_bom(&sb);
 	a->text = al_strbuf_detach(&sb, &a->text_len);
 	at.file = al_diags_source(d, a->path, NULL, 0);
 	if (!al_utf8_text(a->text, a->text_len, &line, &col)) {

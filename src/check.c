@@ -152,7 +152,9 @@ pcre2_code *al_check_regex(struct al_check *c, const struct al_val *v, const cha
 
 	if (!al_check_string(c, v, key, &s))
 		return NULL;
-	re = pcre2_compile((PCRE2_SPTR)s, v->len, PCRE2_UTF, &code, &off, NULL);
+	/* output is bytes: what is not UTF-8 in it is skipped, not a failed match */
+	re = pcre2_compile((PCRE2_SPTR)s, v->len, PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &code, &off,
+			   NULL);
 	if (!re) {
 		PCRE2_UCHAR msg[256];
 		struct al_pos pos = v->pos;

@@ -236,9 +236,10 @@ static int read_text(struct al_flow *f, const char *file, struct al_diags *d)
 		if (e == EFBIG)
 			al_diags_add(d, at, "flow file is larger than 1 MiB");
 		else
-			al_diags_add(d, at, "cannot read the flow: %s", strerror(e));
+			al_diags_add(d, at, "cannot read the flow: %s", al_strbuf_read_strerror(e));
 		return AL_EINVALID;
 	}
+	al_strbuf_strip_bom(&sb);
 	f->text = al_strbuf_detach(&sb, &f->text_len);
 	at.file = al_diags_source(d, file, NULL, 0);
 	if (!al_utf8_text(f->text, f->text_len, &line, &col)) {

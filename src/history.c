@@ -20,7 +20,8 @@ static pcre2_code *compile(const char *pattern)
 	PCRE2_SIZE off;
 	int code;
 	pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
-				       PCRE2_UTF | PCRE2_MULTILINE, &code, &off, NULL);
+				       PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_MULTILINE, &code,
+				       &off, NULL);
 
 	if (!re)
 		abort(); /* a constant pattern: cannot happen */
@@ -36,14 +37,19 @@ static void compile_all(void)
 	sensor_re = compile(sensor_pattern);
 }
 
+/* `s` on one line of UTF-8 text: control characters become spaces. */
 static void add_clean(struct al_strbuf *out, const char *s, const char *drop)
 {
-	for (; s && *s; s++) {
-		if (*s == '\n' || *s == '\r' || *s == '\t')
+	struct al_strbuf utf8 = AL_STRBUF_INIT;
+
+	al_utf8_repair(&utf8, s ? s : "", s ? strlen(s) : 0);
+	for (s = utf8.buf; *s; s++) {
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
 			al_strbuf_addch(out, ' ');
 		else if (!strchr(drop, *s))
 			al_strbuf_addch(out, *s);
 	}
+	al_strbuf_release(&utf8);
 }
 
 void al_sensors_line_add(struct al_strbuf *line, const char *name, const char *status,

@@ -95,6 +95,13 @@ static char *summarize(const char *path, const char *fallback)
 		out = al_strdup(s ? s : fallback);
 	al_utf8_cut(out, 100); /* a commit subject, not the whole story */
 	al_md_release(&md);
+	if (!al_utf8_valid(out, strlen(out))) { /* it goes into YAML, JSON and git */
+		struct al_strbuf utf8 = AL_STRBUF_INIT;
+
+		al_utf8_repair(&utf8, out, strlen(out));
+		free(out);
+		out = al_strbuf_detach(&utf8, NULL);
+	}
 	return out;
 }
 
@@ -404,6 +411,12 @@ static char *action_plan(const struct loop *lp)
 	}
 	al_md_release(&md);
 	free(path);
+	if (plan && *plan) { /* text ends in a newline: `while read` sees the last line */
+		char *line_ended = al_xprintf("%s\n", plan);
+
+		free(plan);
+		plan = line_ended;
+	}
 	return plan ? plan : al_strdup("");
 }
 

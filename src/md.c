@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -19,11 +20,20 @@ static int collect(void *data, unsigned char *buf, size_t size)
 	return 1;
 }
 
+/* Every event is well-formed by construction: only memory can run out. */
+static void emitter_failed(const yaml_emitter_t *emitter)
+{
+	if (emitter->error == YAML_MEMORY_ERROR)
+		al_die_oom();
+	fprintf(stderr, "ailoop: fatal: internal error: cannot write front matter: %s\n",
+		emitter->problem ? emitter->problem : "unknown libyaml error");
+	exit(70);
+}
+
 static void emit(struct al_fm *fm, yaml_event_t *ev)
 {
-	/* only out-of-memory can fail: every event is well-formed by construction */
 	if (!yaml_emitter_emit(&fm->emitter, ev))
-		al_die_oom();
+		emitter_failed(&fm->emitter);
 }
 
 struct al_fm *al_fm_new(void)
@@ -73,12 +83,21 @@ static bool looks_typed(const char *s)
 
 static void scalar(struct al_fm *fm, const char *s, yaml_scalar_style_t style)
 {
+	struct al_strbuf utf8 = AL_STRBUF_INIT;
+	size_t len = strlen(s);
 	yaml_event_t ev;
 
-	if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1, 1,
+	/* libyaml takes UTF-8 only; values hold whatever bytes agents wrote */
+	if (!al_utf8_valid(s, len)) {
+		al_utf8_repair(&utf8, s, len);
+		s = utf8.buf;
+		len = utf8.len;
+	}
+	if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)len, 1, 1,
 					  style))
-		al_die_oom();
+		al_die_oom(); /* the value is UTF-8: only memory can fail */
 	emit(fm, &ev);
+	al_strbuf_release(&utf8);
 }
 
 static void key(struct al_fm *fm, const char *k)
@@ -160,7 +179,7 @@ void al_fm_finish(struct al_fm *fm, struct al_strbuf *out)
 	yaml_stream_end_event_initialize(&ev);
 	emit(fm, &ev);
 	if (!yaml_emitter_flush(&fm->emitter))
-		al_die_oom();
+		emitter_failed(&fm->emitter);
 	/* an implicit end still gets "..." after an open-ended block scalar */
 	if (fm->yaml.len >= 4 && !strcmp(fm->yaml.buf + fm->yaml.len - 4, "...\n"))
 		al_strbuf_setlen(&fm->yaml, fm->yaml.len - 4);
@@ -184,8 +203,9 @@ int al_md_read(struct al_md *md, const char *path)
 		al_strbuf_release(&sb);
 		if (e == ENOENT || e == ENOTDIR)
 			return al_err(AL_ENOTFOUND, "'%s' does not exist", path);
-		return al_err(AL_ERROR, "cannot read '%s': %s", path, strerror(e));
+		return al_err(AL_ERROR, "cannot read '%s': %s", path, al_strbuf_read_strerror(e));
 	}
+	al_strbuf_strip_bom(&sb); /* agents write their output files */
 	text = al_strbuf_detach(&sb, &len);
 	return al_md_parse(md, path, text, len);
 }
@@ -204,6 +224,18 @@ int al_md_parse(struct al_md *md, const char *path, char *text, size_t len)
 			      path);
 	if (!fm)
 		return 0;
+	if (!al_utf8_valid(fm, fm_len)) {
+		/* an agent wrote bytes libyaml refuses: read them as U+FFFD, keep the body's */
+		struct al_strbuf sb = AL_STRBUF_INIT;
+
+		al_strbuf_add(&sb, md->text, (size_t)(fm - md->text));
+		al_utf8_repair(&sb, fm, fm_len);
+		al_strbuf_add(&sb, fm + fm_len, md->len - (size_t)(fm + fm_len - md->text));
+		free(md->text);
+		md->text = al_strbuf_detach(&sb, &md->len);
+		al_split_front_matter(md->text, md->len, &fm, &fm_len, &line, &md->body,
+				      &md->body_len);
+	}
 	al_diags_source(&md->diags, path, NULL, 0);
 	if (al_doc_parse(&md->doc, &md->diags, path, fm, fm_len, line - 1) < 0 || !md->doc) {
 		const struct al_diag *d = &md->diags.v[0];

@@ -53,25 +53,35 @@ static bool matches(pcre2_code *re, const char *text, size_t len)
 }
 
 /* A fence longer than any run of backticks in `text`, so nothing escapes it. */
-static int fence_len(const char *text)
+static size_t fence_len(const char *text, size_t len)
 {
-	int longest = 0, run = 0;
+	size_t longest = 0, run = 0;
 
-	for (const char *p = text; *p; p++) {
-		run = *p == '`' ? run + 1 : 0;
+	for (size_t i = 0; i < len; i++) {
+		run = text[i] == '`' ? run + 1 : 0;
 		if (run > longest)
 			longest = run;
 	}
 	return longest < 3 ? 3 : longest + 1;
 }
 
-static void add_fenced(struct al_strbuf *sb, const char *text)
+static void add_fence(struct al_strbuf *sb, size_t n)
 {
-	int n = fence_len(text);
+	while (n--)
+		al_strbuf_addch(sb, '`');
+	al_strbuf_addch(sb, '\n');
+}
 
-	al_strbuf_addf(sb, "%.*s\n%s%s%.*s\n", n, "``````````````````````````````", text,
-		       *text && text[strlen(text) - 1] != '\n' ? "\n" : "", n,
-		       "``````````````````````````````");
+/* `text` as it is, bytes that are not UTF-8 and NUL included */
+static void add_fenced(struct al_strbuf *sb, const char *text, size_t len)
+{
+	size_t n = fence_len(text, len);
+
+	add_fence(sb, n);
+	al_strbuf_add(sb, text, len);
+	if (len && text[len - 1] != '\n')
+		al_strbuf_addch(sb, '\n');
+	add_fence(sb, n);
 }
 
 static void describe_command(const struct al_agent *a, struct al_strbuf *out)
@@ -128,7 +138,7 @@ static int write_command_output(const struct al_sensor *s, const struct al_call 
 	al_fm_finish(fm, &sb);
 	describe_command(a, &cmd);
 	al_strbuf_addf(&sb, "\n# Sensor Output: %s\n\n## Command\n\n", s->name);
-	add_fenced(&sb, cmd.buf);
+	add_fenced(&sb, cmd.buf, cmd.len);
 	al_strbuf_adds(&sb, "\n## Output\n\n");
 	if (len > OUTPUT_TAIL) {
 		const char *tail = text + len - OUTPUT_TAIL;
@@ -137,9 +147,10 @@ static int write_command_output(const struct al_sensor *s, const struct al_call 
 			tail++; /* not in the middle of a character */
 		al_strbuf_addf(&sb, "(the output was %zu bytes%s: the last 64 KiB follow)\n\n", len,
 			       r->log_truncated ? " or more" : "");
+		len -= (size_t)(tail - text);
 		text = tail;
 	}
-	add_fenced(&sb, text);
+	add_fenced(&sb, text, len);
 	rc = al_write_atomic(call->ctx->output, sb.buf, sb.len);
 	for (size_t i = 0; i < a->nmetrics; i++)
 		free(values[i]);

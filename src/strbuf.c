@@ -135,15 +135,15 @@ int al_strbuf_read_file(struct al_strbuf *sb, const char *path, size_t limit)
 	struct stat st;
 	int fd, err = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) < 0) {
 		err = errno;
 		goto done;
 	}
-	if (S_ISDIR(st.st_mode)) {
-		err = EISDIR;
+	if (!S_ISREG(st.st_mode)) {
+		err = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
 		goto done;
 	}
 	if (limit && (size_t)st.st_size > limit) {
@@ -178,4 +178,17 @@ done:
 		return -1;
 	}
 	return 0;
+}
+
+const char *al_strbuf_read_strerror(int errnum)
+{
+	return errnum == EINVAL ? "not a regular file" : strerror(errnum);
+}
+
+void al_strbuf_strip_bom(struct al_strbuf *sb)
+{
+	if (sb->len >= 3 && !memcmp(sb->buf, "\xef\xbb\xbf", 3)) {
+		memmove(sb->buf, sb->buf + 3, sb->len - 3);
+		al_strbuf_setlen(sb, sb->len - 3);
+	}
 }

@@ -14,12 +14,18 @@ static struct al_strbuf last_error = AL_STRBUF_INIT;
 
 int al_err(int code, const char *fmt, ...)
 {
+	struct al_strbuf msg = AL_STRBUF_INIT;
 	va_list ap;
 
-	al_strbuf_reset(&last_error);
+	/*
+	 * Formatted into a fresh buffer, then swapped in: an argument may be
+	 * al_errmsg() itself, as in al_err(..., "reading x: %s", al_errmsg()).
+	 */
 	va_start(ap, fmt);
-	al_strbuf_vaddf(&last_error, fmt, ap);
+	al_strbuf_vaddf(&msg, fmt, ap);
 	va_end(ap);
+	al_strbuf_release(&last_error);
+	last_error = msg;
 	return code;
 }
 
@@ -156,6 +162,41 @@ const char *al_closest(const char *word, const char *const *candidates, size_t n
 	return best_d <= limit ? best : NULL;
 }
 
+/* The length of the well-formed UTF-8 sequence at `p`, or 0 if there is none. */
+static size_t utf8_seq(const unsigned char *p, const unsigned char *end)
+{
+	unsigned char b = *p;
+	size_t need;
+	uint32_t cp;
+
+	if (b < 0x80)
+		return 1;
+	if ((b & 0xe0) == 0xc0) {
+		need = 1;
+		cp = b & 0x1f;
+	} else if ((b & 0xf0) == 0xe0) {
+		need = 2;
+		cp = b & 0x0f;
+	} else if ((b & 0xf8) == 0xf0) {
+		need = 3;
+		cp = b & 0x07;
+	} else {
+		return 0;
+	}
+	if ((size_t)(end - p) <= need)
+		return 0;
+	for (size_t k = 1; k <= need; k++) {
+		if ((p[k] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[k] & 0x3f);
+	}
+	/* overlong forms, surrogates and values past U+10FFFF */
+	if ((need == 1 && cp < 0x80) || (need == 2 && cp < 0x800) ||
+	    (need == 3 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return need + 1;
+}
+
 bool al_utf8_text(const char *s, size_t len, int *line, int *col)
 {
 	const unsigned char *p = (const unsigned char *)s, *end = p + len;
@@ -163,55 +204,53 @@ bool al_utf8_text(const char *s, size_t len, int *line, int *col)
 
 	while (p < end) {
 		unsigned char b = *p;
-		size_t need;
-		uint32_t cp;
+		size_t n = utf8_seq(p, end);
 
-		if (b < 0x80) {
-			if (b < 0x20 && b != '\t' && b != '\n' && b != '\r')
-				goto bad;
-			if (b == 0x7f)
-				goto bad;
-			p++;
-			if (b == '\n') {
-				l++;
-				c = 1;
-			} else {
-				c++;
-			}
-			continue;
+		if (!n || (b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f) {
+			*line = l;
+			*col = c;
+			return false;
 		}
-		if ((b & 0xe0) == 0xc0) {
-			need = 1;
-			cp = b & 0x1f;
-		} else if ((b & 0xf0) == 0xe0) {
-			need = 2;
-			cp = b & 0x0f;
-		} else if ((b & 0xf8) == 0xf0) {
-			need = 3;
-			cp = b & 0x07;
+		p += n;
+		if (b == '\n') {
+			l++;
+			c = 1;
 		} else {
-			goto bad;
+			c++;
 		}
-		if ((size_t)(end - p) <= need)
-			goto bad;
-		for (size_t k = 1; k <= need; k++) {
-			if ((p[k] & 0xc0) != 0x80)
-				goto bad;
-			cp = (cp << 6) | (p[k] & 0x3f);
-		}
-		/* overlong forms, surrogates and values past U+10FFFF */
-		if ((need == 1 && cp < 0x80) || (need == 2 && cp < 0x800) ||
-		    (need == 3 && cp < 0x10000) || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			goto bad;
-		p += need + 1;
-		c++;
 	}
 	return true;
-bad:
-	*line = l;
-	*col = c;
-	return false;
+}
+
+bool al_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+	while (p < end) {
+		size_t n = utf8_seq(p, end);
+
+		if (!n)
+			return false;
+		p += n;
+	}
+	return true;
+}
+
+void al_utf8_repair(struct al_strbuf *out, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+	while (p < end) {
+		size_t n = utf8_seq(p, end);
+
+		if (n) {
+			al_strbuf_add(out, p, n);
+			p += n;
+		} else {
+			al_strbuf_adds(out, "\xef\xbf\xbd"); /* U+FFFD REPLACEMENT CHARACTER */
+			p++;
+		}
+	}
 }
 
 void al_utf8_cut(char *s, size_t max)

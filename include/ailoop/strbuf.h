@@ -39,9 +39,15 @@ void al_strbuf_vaddf(struct al_strbuf *sb, const char *fmt, va_list ap);
 void al_strbuf_rtrim(struct al_strbuf *sb);
 
 /*
- * Reads a whole file. Returns 0, or -1 with errno set. `limit` (0 = none)
- * makes files larger than it fail with EFBIG before they are read.
+ * Reads a whole regular file. Returns 0, or -1 with errno set. `limit`
+ * (0 = none) makes files larger than it fail with EFBIG before they are
+ * read. Anything but a regular file fails without blocking (a FIFO would
+ * wait for a writer): EISDIR for a directory, EINVAL for the others.
  */
 int al_strbuf_read_file(struct al_strbuf *sb, const char *path, size_t limit);
+/* Why al_strbuf_read_file() failed with `errnum`, for a message. */
+const char *al_strbuf_read_strerror(int errnum);
+/* Drops a leading UTF-8 byte order mark, which editors on Windows write. */
+void al_strbuf_strip_bom(struct al_strbuf *sb);
 
 #endif

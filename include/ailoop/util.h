@@ -25,7 +25,10 @@ enum {
 	AL_EMOVED = -11,     /* an agent moved HEAD off the run's branch, or reset it */
 };
 
-/* Records the message of a failure and returns `code`. */
+/*
+ * Records the message of a failure and returns `code`. The arguments may
+ * point into the current message: al_err(c, "in x: %s", al_errmsg()).
+ */
 int al_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The message of the last al_err(), or "" if none. */
 const char *al_errmsg(void);
@@ -67,6 +70,17 @@ const char *al_closest(const char *word, const char *const *candidates, size_t n
  * 1-based line and column (in characters) of the first offending byte.
  */
 bool al_utf8_text(const char *s, size_t len, int *line, int *col);
+
+struct al_strbuf;
+/* Whether `s` is well-formed UTF-8 (any characters, NUL included). */
+bool al_utf8_valid(const char *s, size_t len);
+/*
+ * Appends `s` to `out` as well-formed UTF-8: each byte that does not begin
+ * a well-formed sequence becomes U+FFFD. For text of arbitrary bytes (agent
+ * output, a task, file names) that goes where only UTF-8 is taken: YAML
+ * front matter, commit messages, JSON.
+ */
+void al_utf8_repair(struct al_strbuf *out, const char *s, size_t len);
 
 /* Shortens `s` in place to at most `max` bytes, not splitting a character. */
 void al_utf8_cut(char *s, size_t max);

@@ -6,6 +6,7 @@
 #include "ailoop/util.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +47,11 @@ static int read_task(const char *arg, const char *file, char **out)
 		return al_cli_fail(AL_EXIT_USAGE, "give the task as an argument or with "
 				   "--task-file, not both");
 	if (file && al_strbuf_read_file(&sb, file, 16u << 20) < 0) {
+		int e = errno;
+
 		al_strbuf_release(&sb);
-		return al_cli_fail(AL_EXIT_NOINPUT, "cannot read the task file '%s'", file);
+		return al_cli_fail(AL_EXIT_NOINPUT, "cannot read the task file '%s': %s", file,
+				   al_strbuf_read_strerror(e));
 	}
 	if (arg && !strcmp(arg, "-")) {
 		char buf[65536];
@@ -58,9 +62,13 @@ static int read_task(const char *arg, const char *file, char **out)
 	} else if (arg) {
 		al_strbuf_adds(&sb, arg);
 	}
-	if (!sb.len || strlen(sb.buf) != sb.len) {
+	if (!sb.len) {
 		al_strbuf_release(&sb);
-		return al_cli_fail(AL_EXIT_USAGE, "the task is %s", sb.len ? "not text" : "empty");
+		return al_cli_fail(AL_EXIT_USAGE, "the task is empty");
+	}
+	if (strlen(sb.buf) != sb.len) { /* the task is a C string everywhere after this */
+		al_strbuf_release(&sb);
+		return al_cli_fail(AL_EXIT_USAGE, "the task contains a NUL byte: give text");
 	}
 	*out = al_strbuf_detach(&sb, NULL);
 	return 0;

@@ -378,3 +378,35 @@ Test(md, section_heading_may_close_with_hashes)
 	cr_assert_str_eq(plan, "fix a");
 	free(plan);
 }
+
+Test(md, bytes_that_are_not_utf8_are_written_as_replacement_characters)
+{
+	struct al_fm *fm = al_fm_new();
+	static const char *const list[] = { "na\xefve", "ok" };
+
+	al_fm_str(fm, "summary", "caf\xe9 fixed");
+	al_fm_str(fm, "multi", "line \xff\nline 2\n");
+	al_fm_list(fm, "files", list, 2);
+	write_fm(fm, "Body caf\xe9.\n", "x.md");
+	cr_assert_eq(al_md_read(&md, "x.md"), 0, "%s", al_errmsg());
+	cr_assert_str_eq(al_md_str(&md, "summary"), "caf\xef\xbf\xbd fixed");
+	cr_assert_str_eq(al_md_str(&md, "multi"), "line \xef\xbf\xbd\nline 2\n");
+	cr_assert_str_eq(al_md_get(&md, "files")->items[0]->str, "na\xef\xbf\xbd" "ve");
+	cr_assert(!memcmp(md.body, "Body caf\xe9.\n", md.body_len), "the body keeps its bytes");
+}
+
+Test(md, a_byte_order_mark_before_the_front_matter_is_skipped)
+{
+	unit_write("x.md", "\xef\xbb\xbf---\ntarget-met: true\n---\nbody\n");
+	cr_assert_eq(al_md_read(&md, "x.md"), 0, "%s", al_errmsg());
+	cr_assert_str_eq(al_md_str(&md, "target-met"), "true");
+}
+
+Test(md, front_matter_that_is_not_utf8_is_read_with_replacement_characters)
+{
+	unit_write("x.md", "---\ntarget-met: false\nsummary: caf\xe9\n---\nBody caf\xe9.\n");
+	cr_assert_eq(al_md_read(&md, "x.md"), 0, "%s", al_errmsg());
+	cr_assert_str_eq(al_md_str(&md, "summary"), "caf\xef\xbf\xbd");
+	cr_assert_eq(md.body_len, strlen("Body caf\xe9.\n"));
+	cr_assert(!memcmp(md.body, "Body caf\xe9.\n", md.body_len), "the body keeps its bytes");
+}

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 Test(strbuf, starts_empty_and_never_null)
@@ -139,4 +140,40 @@ Test(util, utf8_cut_keeps_whole_characters)
 	cr_assert_str_eq(s, "a");
 	al_utf8_cut(t, 10);
 	cr_assert_str_eq(t, "short");
+}
+
+Test(strbuf, read_file_refuses_what_is_not_a_regular_file_without_blocking)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	char dir[] = "/tmp/ailoop-strbuf-XXXXXX", fifo[64];
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(al_strbuf_read_file(&sb, fifo, 0), -1); /* no writer: would block */
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_str_eq(al_strbuf_read_strerror(EINVAL), "not a regular file");
+	cr_assert_eq(al_strbuf_read_file(&sb, dir, 0), -1);
+	cr_assert_eq(errno, EISDIR);
+	cr_assert_eq(al_strbuf_read_file(&sb, "/dev/null", 0), -1);
+	cr_assert_eq(errno, EINVAL);
+	unlink(fifo);
+	rmdir(dir);
+	al_strbuf_release(&sb);
+}
+
+Test(strbuf, strip_bom_drops_only_a_leading_byte_order_mark)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	al_strbuf_adds(&sb, "\xef\xbb\xbfversion: 1\n");
+	al_strbuf_strip_bom(&sb);
+	cr_assert_str_eq(sb.buf, "version: 1\n");
+	al_strbuf_strip_bom(&sb);
+	cr_assert_str_eq(sb.buf, "version: 1\n");
+	al_strbuf_reset(&sb);
+	al_strbuf_adds(&sb, "\xef\xbb");
+	al_strbuf_strip_bom(&sb);
+	cr_assert_eq(sb.len, 2);
+	al_strbuf_release(&sb);
 }
