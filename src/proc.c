@@ -580,24 +580,33 @@ static int kill_strays(const struct child *cs, size_t n, struct al_strbuf *log)
 	return found;
 }
 
-/* Writes the agents' pids and start times, for a resume after ailoop is killed. */
+/*
+ * Writes the agents' pids and start times, for a resume after ailoop is
+ * killed. The file stays open and is rewritten in place (emptied once the
+ * agents are reaped): no file is made or removed per step.
+ */
 static void record(const char *path, const struct child *cs, size_t n)
 {
+	static char *open_path;
+	static int fd = -1;
 	struct al_strbuf sb = AL_STRBUF_INIT;
-	int fd;
 
+	if (!open_path || strcmp(open_path, path)) {
+		if (fd >= 0)
+			close(fd);
+		free(open_path);
+		open_path = al_strdup(path);
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct pstat ps;
 
 		if (cs[i].pid > 0 && read_stat(cs[i].pid, &ps))
 			al_strbuf_addf(&sb, "%ld %llu\n", (long)cs[i].pid, ps.start);
 	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0) {
-		if (write(fd, sb.buf, sb.len) < 0)
-			sb.len = 0; /* best effort: without it a resume finds fewer leftovers */
-		close(fd);
-	}
+	/* best effort: without it a resume finds fewer leftovers */
+	if (fd >= 0 && (pwrite(fd, sb.buf, sb.len, 0) < 0 || ftruncate(fd, (off_t)sb.len) < 0))
+		sb.len = 0;
 	al_strbuf_release(&sb);
 }
 
@@ -662,7 +671,7 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 		}
 	}
 	if (n && specs[0].record)
-		unlink(specs[0].record); /* all reaped: none left to find */
+		record(specs[0].record, cs, 0); /* all reaped: none left to find */
 	free(cs);
 	if (rc < 0)
 		return rc;
