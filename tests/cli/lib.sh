@@ -134,16 +134,17 @@ YAML
 	} >"$1/.ai-loop/flow.yaml"
 }
 
-# two_loops DIR ACTUATOR [INNER-TERMINATION] [OUTER-TERMINATION]: `outer`
-# (builtin:all-pass over the scope sensor) whose actuator is the loop
-# `inner`, which acts through ACTUATOR
+# two_loops DIR ACTUATOR [INNER-TERMINATION] [OUTER-TERMINATION]
+# [OUTER-CONTROLLER]: `outer` (OUTER-CONTROLLER, default builtin:all-pass,
+# over the scope sensor) whose actuator is the loop `inner`, which acts
+# through ACTUATOR
 two_loops() {
 	cat >"$1/.ai-loop/flow.yaml" <<YAML
 version: 1
 flow:
   id: outer
   type: loop
-  controller: builtin:all-pass
+  controller: ${5:-builtin:all-pass}
   sensors: [.ai-loop/agents/sensor.md]
   actuator:
     strategy: composite

@@ -10,22 +10,7 @@
 # the kill left running, which may finish its work, does no other item's)
 T=$TEST_TMP
 loop_repo "$T/counter" a b c
-cat >"$T/counter/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: outer
-  type: loop
-  controller: .ai-loop/agents/planner-one.md
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator:
-    strategy: composite
-    child:
-      id: inner
-      type: loop
-      controller: builtin:all-pass
-      sensors: [.ai-loop/agents/sensor.md]
-      actuator: {strategy: direct, agent: .ai-loop/agents/fixer.md}
-YAML
+two_loops "$T/counter" fixer.md "" "" .ai-loop/agents/planner-one.md
 commit_all "$T/counter"
 cp -a "$T/counter" "$T/reference"
 (cd "$T/reference" && AILOOP_CRASH_LOG="$T/points" "$AILOOP" run --quiet x >/dev/null 2>&1)
