@@ -124,6 +124,74 @@ void al_exec_fail_frames(struct al_exec *ex, const char *message)
 	al_run_event(ex->run, "run_end", "{s:s, s:s}", "status", "error", "error", message);
 }
 
+/* "1.2.3" with its last part `k`: "1.2.<k>" */
+static char *relabel(const char *label, int k)
+{
+	const char *dot = strrchr(label, '.');
+
+	return dot ? al_xprintf("%.*s.%d", (int)(dot - label), label, k) : al_xprintf("%d", k);
+}
+
+/* Rewrites the state of node `path` of `run` for a retry (see al_exec_retry). */
+static int reopen_node(struct al_run *run, const char *path, bool innermost, bool check_only)
+{
+	struct al_node_state st;
+	struct al_strbuf task = AL_STRBUF_INIT;
+	char *dir = al_run_node_dir(run, path), *state = al_xprintf("%s/orchestrator-output.md", dir);
+	char *task_path = al_xprintf("%s/task.md", dir);
+	int rc = al_node_state_read(&st, state);
+
+	if (rc < 0)
+		goto done;
+	if (!strcmp(st.status, "running")) /* already open: a retry killed half-way */
+		goto done;
+	if (strcmp(st.status, "error") || (innermost && !st.failed)) {
+		rc = al_err(AL_ENOTFOUND, "node '%s' did not end in an agent's error", path);
+		goto done;
+	}
+	if (check_only || (rc = al_strbuf_read_file(&task, task_path, 0)) < 0)
+		goto done;
+	if (innermost) { /* the failed step, as the next iteration: the error keeps its label */
+		char *label = relabel(st.label, ++st.iteration);
+
+		free(st.label);
+		st.label = label;
+		st.phase = st.failed_phase;
+		st.failed = false;
+		free(st.summary);
+		st.summary = NULL;
+	}
+	free(st.status);
+	st.status = al_strdup("running");
+	rc = al_node_state_write(&st, state, task.buf);
+done:
+	al_node_state_release(&st); /* a failed read leaves it empty */
+	al_strbuf_release(&task);
+	free(task_path);
+	free(state);
+	free(dir);
+	return rc;
+}
+
+int al_exec_retry(struct al_run *run, bool check_only)
+{
+	struct al_run_state *st = &run->st;
+	int rc = 0;
+
+	if (strcmp(st->status, "error") || !st->nstack)
+		return al_err(AL_ENOTFOUND, "run %s did not end in an agent's error", st->run_id);
+	/* check all first, then write from the outside in: the innermost last */
+	for (size_t i = 0; i < st->nstack && rc == 0; i++)
+		rc = reopen_node(run, st->stack[i], i + 1 == st->nstack, true);
+	for (size_t i = 0; i < st->nstack && rc == 0 && !check_only; i++)
+		rc = reopen_node(run, st->stack[i], i + 1 == st->nstack, false);
+	if (rc < 0 || check_only)
+		return rc;
+	free(st->status);
+	st->status = al_strdup("running");
+	return al_run_save(run);
+}
+
 /* Every node must be one this version of the executor runs. */
 static void find_unsupported(struct al_node *n, void *data)
 {

@@ -192,6 +192,8 @@ static int agent_failed(struct loop *lp, const char *what, enum al_phase next)
 		return 0; /* stopped by the node's deadline: the loop ends in timeout */
 	}
 	if (lp->ex->flow->on_error == AL_ON_ERROR_FAIL_FAST) {
+		lp->st.failed = true; /* what `ailoop resume RUN-ID` runs again */
+		lp->st.failed_phase = lp->st.phase;
 		rc = finish(lp, "error", msg);
 	} else {
 		char *summary = al_xprintf("%s failed: %s", what, msg);

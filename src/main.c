@@ -31,6 +31,8 @@ const struct al_command al_commands[] = {
 	  "continue an interrupted run exactly where it stopped",
 	  "Takes the newest run that is running, paused or blocked and that no live ailoop\n"
 	  "holds (or RUN-ID), checks out its branch and continues at the step it was in.\n"
+	  "A run that an agent's error ended (fail-fast) is retried when named: the step\n"
+	  "that failed runs again as its node's next iteration.\n"
 	  "A flow.yaml changed since the run started is refused unless --force.\n" },
 	{ "status", cmd_status, "[RUN-ID] [--json]",
 	  "show a run's state and every node's iteration and status",

@@ -70,6 +70,13 @@ static int node_state_from(struct al_node_state *st, struct al_md *md, const cha
 		st->elapsed_ms = n;
 	al_md_bool(md, "child-entry", &st->child_entry);
 	al_md_bool(md, "target-met", &st->target_met);
+	phase = al_md_str(md, "failed-phase");
+	for (int i = 0; phase && i < 4; i++) {
+		if (!strcmp(phase, al_phase_names[i])) {
+			st->failed = true;
+			st->failed_phase = (enum al_phase)i;
+		}
+	}
 done:
 	if (rc < 0)
 		al_node_state_release(st);
@@ -117,6 +124,8 @@ int al_node_state_write(const struct al_node_state *st, const char *path, const 
 	al_fm_str(fm, "started-at", st->started_at);
 	al_fm_str(fm, "initial-sensors", st->initial_sensors);
 	al_fm_str(fm, "task-sha256", st->task_sha256);
+	if (st->failed)
+		al_fm_str(fm, "failed-phase", al_phase_names[st->failed_phase]);
 	al_fm_finish(fm, &sb);
 	al_strbuf_addf(&sb, "\n# Task (setpoint)\n\n%s\n", task ? task : "");
 	rc = al_write_atomic(path, sb.buf, sb.len);

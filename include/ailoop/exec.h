@@ -86,6 +86,16 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
  */
 void al_exec_fail_frames(struct al_exec *ex, const char *message);
 
+/*
+ * Opens a run that ended in an agent's error (on_error fail-fast) again,
+ * so that resuming it runs the step that failed once more, as the next
+ * iteration of the node it failed in (the error keeps its commit and its
+ * label). With `check_only`, writes nothing. AL_ENOTFOUND if the run did
+ * not end that way. Written innermost node last and the run's status
+ * after it: killed in between, it is done again.
+ */
+int al_exec_retry(struct al_run *run, bool check_only);
+
 void al_result_release(struct al_result *res);
 
 /*

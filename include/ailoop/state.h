@@ -37,6 +37,8 @@ struct al_node_state {
 	char *started_at;
 	char *initial_sensors; /* the [sensors] of iteration 0, for the result */
 	char *task_sha256;     /* of task.md, so that a damaged one is noticed */
+	bool failed;           /* an agent failed under on_error fail-fast, … */
+	enum al_phase failed_phase; /* … in this phase: a retry runs it again */
 };
 
 /* Reads a node's state. AL_ENOTFOUND if absent, AL_EINVALID if damaged. */

@@ -173,6 +173,7 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 	struct al_run *run = NULL;
 	char *picked = NULL, *locked = NULL, *damaged = NULL, *elsewhere = NULL, sha[65];
 	int rc, code = 0, own_lock = -1;
+	bool named = id, retry = false;
 
 	if ((rc = al_git_open(&git)) < 0) {
 		code = al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
@@ -233,7 +234,9 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 		code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
 		goto done;
 	}
-	if (!resumable(git, run)) {
+	/* a run that an agent's error ended is tried again when it is named */
+	retry = !resumable(git, run) && named && al_exec_retry(run, true) == 0;
+	if (!resumable(git, run) && !retry) {
 		code = al_cli_fail(AL_EXIT_USAGE, "run %s is %s: there is nothing to resume",
 				   run->st.run_id, run->st.status);
 		goto done;
@@ -263,7 +266,10 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 		free(run->st.status);
 		run->st.status = al_strdup("running");
 	}
-	if ((rc = al_run_save(run)) < 0) {
+	if (retry)
+		fprintf(stderr, "ailoop: run %s ended in an agent's error: running the step that "
+			"failed again, as the next iteration\n", run->st.run_id);
+	if ((rc = retry ? al_exec_retry(run, false) : al_run_save(run)) < 0) {
 		code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
 		goto done;
 	}

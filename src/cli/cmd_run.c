@@ -215,6 +215,9 @@ int al_cli_report_run(struct al_exec *ex, int rc, bool json)
 		return code;
 	}
 	printf("run %s: %s\n", ex->run->st.run_id, status);
+	if (rc == AL_EAGENT && al_exec_retry(ex->run, true) == 0)
+		printf("  retry:        ailoop resume %s (runs the step that failed again)\n",
+		       ex->run->st.run_id);
 	printf("  branch:       %s\n  base branch:  %s\n  commits:      %zu\n",
 	       branch ? branch : "(detached HEAD)", base ? base : "-", commits);
 	if (branch && base && strcmp(branch, base)) {

@@ -44,6 +44,24 @@ for mode in fail-fast continue; do
 		expect_in "$(cat .ai-loop/runs/run_*/run-state.md)" "status: error" "the run is in error"
 		expect_eq "$(cat todo.txt)" "a
 b" "nothing was acted on"
+		id=$(basename .ai-loop/runs/run_*)
+		expect_in "$out" "retry:        ailoop resume $id" "the way to retry is printed"
+		run "$AILOOP" resume
+		expect_rc 66 "a plain resume does not retry a run that ended in error"
+		run "$AILOOP" run --quiet "another"
+		expect_rc 0 "a run that ended in error does not hold up the next one"
+		git checkout -q "ai-loop/fix"
+		echo 1 >"$CALLS/ctl" # as the failed run left it
+		run "$AILOOP" resume "$id"
+		expect_rc 0 "resume RUN-ID runs the failed controller again and completes"
+		expect_in "$err" "running the step that failed again" "the retry says so"
+		expect_eq "$(cat "$CALLS/ctl")" 4 "the controller ran again (3 decisions)"
+		expect_eq "$(cat todo.txt)" "" "every item was fixed after the retry"
+		expect_eq "$(labels "$R")" "0 1 2 3 4" "the error keeps its label; the retry is the next"
+		expect_in "$(git log --format=%B -1 HEAD~3)" "[status] error" "the error's commit stays"
+		expect_eq "$(git status --porcelain)" "" "clean tree after the retry"
+		run "$AILOOP" resume "$id"
+		expect_rc 64 "a completed retry is not retried again"
 	else
 		expect_rc 0 "broken controller front matter, on_error: continue: the run completes"
 		expect_eq "$(cat "$CALLS/ctl")" 4 "the controller was asked again"
@@ -110,5 +128,59 @@ YAML
 		expect_eq "$(cat todo.txt)" "" "the item was fixed"
 	fi
 done
+
+# --- resume RUN-ID after an actuator's error deep in a nested run ---------------------------
+# the inner actuator fails once (fail-fast); a retry runs it again as inner's
+# next iteration, and every enclosing loop goes on as if nothing had happened
+R=$TEST_TMP/nested-retry
+loop_repo "$R" a b
+cat >"$R/.ai-loop/agents/flaky.md" <<'MD'
+---
+name: flaky
+command: 'if [ ! -e "$CALLS/flaky" ]; then touch "$CALLS/flaky"; echo "flaked" >&2; exit 3; fi; exec sh .ai-loop/agents/fix.sh'
+---
+Fails once.
+MD
+two_loops "$R" flaky.md
+commit_all "$R"
+cd "$R"
+rm -f "$CALLS/flaky"
+run "$AILOOP" run "fix"
+expect_rc 1 "an actuator's error ends the run (fail-fast)"
+id=$(basename .ai-loop/runs/run_*)
+expect_eq "$(triples "$R" | tail -1)" "1.1 outer/inner error" "the error is committed"
+run "$AILOOP" resume "$id"
+expect_rc 0 "resume RUN-ID retries the actuator deep in the run and completes"
+expect_eq "$(triples "$R" | head -4 | tr '\n' ',')" \
+	"0 outer running,1.0 outer/inner running,1.1 outer/inner error,1.2 outer/inner running," \
+	"the retry is the failed node's next iteration"
+expect_eq "$(triples "$R" | tail -1)" "2 outer complete" "the enclosing loop completes"
+expect_eq "$(label_paths "$R" | tr ',' '\n' | sort | uniq -d)" "" "no label twice"
+expect_eq "$(cat todo.txt)" "" "every item was fixed"
+expect_eq "$(git status --porcelain)" "" "clean tree after the retry"
+expect_in "$("$AILOOP" status)" "complete" "status says complete"
+
+# --- the retry killed at each of its first crash points: one more resume mends it ------------
+rm -rf "$TEST_TMP/errored"
+git -C "$R" reset -q --hard HEAD~5 # back to the error's commit
+expect_eq "$(triples "$R" | tail -1)" "1.1 outer/inner error" "the errored run again"
+cp -a "$R" "$TEST_TMP/errored"
+want=$(triples "$R" | tr '\n' ',')
+rm -f "$CALLS/flaky" && touch "$CALLS/flaky"
+(cd "$TEST_TMP/errored" && "$AILOOP" resume "$id" >/dev/null 2>&1)
+want=$(triples "$TEST_TMP/errored" | tr '\n' ',')
+for n in $(seq 1 12); do
+	W=$TEST_TMP/retry-kill
+	rm -rf "$W"
+	cp -a "$R" "$W"
+	cd "$W"
+	rc=$({ AILOOP_CRASH_AT=$n "$AILOOP" resume "$id" >/dev/null 2>&1; echo $?; } 2>/dev/null)
+	[ "$rc" -eq 137 ] || { expect_eq "$rc" 0 "the retry ends before crash point $n"; continue; }
+	run "$AILOOP" resume "$id"
+	expect_rc 0 "a retry killed at point $n: resume RUN-ID finishes it"
+	expect_eq "$(triples "$W" | tr '\n' ',')" "$want" "a retry killed at point $n: one history"
+	expect_eq "$(git status --porcelain)" "" "a retry killed at point $n: clean tree"
+done
+cd "$R"
 
 finish

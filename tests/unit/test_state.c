@@ -116,6 +116,24 @@ Test(state, node_state_round_trips_every_field)
 	free(body);
 }
 
+Test(state, node_state_keeps_the_phase_whose_agent_failed)
+{
+	struct al_node_state in = sample_node(), out;
+
+	cr_assert_eq(al_node_state_write(&in, "orchestrator-output.md", task), 0);
+	cr_assert_eq(al_node_state_read(&out, "orchestrator-output.md"), 0);
+	cr_assert_not(out.failed, "no failure unless one is written");
+	cr_assert_null(strstr(file_text("orchestrator-output.md"), "failed-phase"));
+	al_node_state_release(&out);
+	in.failed = true;
+	in.failed_phase = AL_PHASE_CONTROLLER;
+	cr_assert_eq(al_node_state_write(&in, "orchestrator-output.md", task), 0);
+	cr_assert_eq(al_node_state_read(&out, "orchestrator-output.md"), 0);
+	cr_assert(out.failed);
+	cr_assert_eq(out.failed_phase, AL_PHASE_CONTROLLER);
+	al_node_state_release(&out);
+}
+
 Test(state, node_state_every_phase_and_the_defaults)
 {
 	for (int ph = 0; ph < 4; ph++) {
