@@ -6,6 +6,7 @@
 #include <pcre2.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Conditions of conditional and loop nodes: checks of working memory,
@@ -57,5 +58,39 @@ void al_condition_free(struct al_condition *cond);
 /* Writes a one-line rendering ("tests.status equals passing"). */
 struct al_strbuf;
 void al_condition_describe(const struct al_condition *cond, struct al_strbuf *out);
+
+/*
+ * Evaluating a condition at run time. It reads working memory
+ * (observation_check; test_result through the keys sensors write,
+ * sensors.<name>.status and sensors.<name>.<metric>), the work tree
+ * (file_exists: a glob relative to the current directory, the
+ * repository root) and commands (exit status 0 is true), which get the
+ * run's data only through their environment.
+ */
+struct al_memory;
+struct al_cond_cache;
+
+struct al_cond_env {
+	struct al_memory *memory;
+	const char *const *envp;  /* NAME=value for commands (AILOOP_RUN_DIR, …); may be NULL */
+	int64_t deadline_ms;      /* for commands, on al_now_ms()'s clock; 0 = none */
+	/* caching (SPEC §3.2); cache NULL = none */
+	struct al_cond_cache *cache;
+	const char *node_path;    /* the node whose condition it is */
+	const char *tree;         /* the work tree's identity now (HEAD's tree id) */
+};
+
+/*
+ * Sets *result. Returns 0, AL_EINTR if ailoop was interrupted while a
+ * command ran, or an error (a command that could not start) with a message.
+ * A result from the cache is used only within its TTL and while `tree` and
+ * the memory's version are what they were when it was computed.
+ */
+int al_condition_eval(const struct al_condition *cond, const struct al_cond_env *env,
+		      bool *result);
+
+/* The cache file of a run (<run-dir>/conditions.jsonl), loaded once. */
+int al_cond_cache_open(struct al_cond_cache **out, const char *path);
+void al_cond_cache_free(struct al_cond_cache *cache);
 
 #endif

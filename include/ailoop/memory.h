@@ -1,0 +1,59 @@
+#ifndef AILOOP_MEMORY_H
+#define AILOOP_MEMORY_H
+
+#include "ailoop/strbuf.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * A run's working memory (SPEC §3.3): <run-dir>/memory.jsonl, one entry a
+ * line with the seed's fields (timestamp, agent, knowledge_type, key,
+ * value, confidence), append-only, the last write of a key wins. Writers
+ * are ailoop, its parallel children and agents (`ailoop memory set`), all
+ * at once: each appends one whole line under an flock of the file. Readers
+ * keep an index in memory and read only what was appended since they last
+ * looked, never the whole file per lookup.
+ */
+#define AL_MEMORY_FILE "memory.jsonl"
+
+struct al_memory;
+
+/* Opens (creating if absent) the memory of the run in `run_dir`. */
+int al_memory_open(struct al_memory **out, const char *run_dir);
+void al_memory_free(struct al_memory *m);
+
+/*
+ * The newest value of `key`, or NULL if it has none: a JSON string as its
+ * text, any other value as compact JSON ("42", "true", "{\"a\":1}"). Reads
+ * what other writers appended first. Valid until the next call on `m`.
+ */
+const char *al_memory_get(struct al_memory *m, const char *key);
+
+/*
+ * Appends an entry. `value` is JSON text when `json` (checked: AL_EINVALID
+ * if it is not), else a string. `agent` and `knowledge_type` may be NULL
+ * ("ailoop", "observation").
+ */
+int al_memory_set(struct al_memory *m, const char *key, const char *value, bool json,
+		  const char *agent, const char *knowledge_type);
+/* The same with a jansson value (borrowed). */
+int al_memory_set_json(struct al_memory *m, const char *key, json_t *value, const char *agent,
+		       const char *knowledge_type);
+
+/*
+ * Changes whenever the memory does (by any writer): what a cached
+ * condition result was computed against.
+ */
+uint64_t al_memory_version(struct al_memory *m);
+
+/* Calls `fn` for every key with its newest value, in key order. */
+void al_memory_each(struct al_memory *m, void (*fn)(const char *key, const char *value,
+						    void *data), void *data);
+
+/* {memory-section}: the entries as "- key: value" lines, or a line saying none. */
+void al_memory_section(struct al_memory *m, struct al_strbuf *out);
+
+#endif
