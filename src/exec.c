@@ -1,7 +1,9 @@
 #include "ailoop/exec.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/md.h"
+#include "ailoop/memory.h"
 #include "ailoop/proc.h"
+#include "ailoop/signals.h"
 #include "ailoop/util.h"
 
 #include <limits.h>
@@ -26,17 +28,28 @@ int al_exec_node(struct al_exec *ex, const struct al_node *node, const char *tas
 	memset(res, 0, sizeof(*res));
 	if (ex->nframes >= AL_FLOW_MAX_DEPTH)
 		return al_err(AL_ERROR, "nesting deeper than %d", AL_FLOW_MAX_DEPTH);
+	if (al_signals_count()) /* no node starts once ailoop is interrupted */
+		return AL_EINTR;
 	switch (node->type) {
 	case AL_NODE_LOOP:
 		if (node->sensor_form) {
 			rc = al_loop_run(ex, node, task, parent_label, child_entry, deadline, res);
 			break;
 		}
-		/* fall through */
+		rc = al_control_run(ex, node, task, parent_label, deadline, res);
+		break;
+	case AL_NODE_SEQUENCE:
+	case AL_NODE_FALLBACK:
+	case AL_NODE_CONDITIONAL:
+	case AL_NODE_TRANSACTION:
+		rc = al_control_run(ex, node, task, parent_label, deadline, res);
+		break;
+	case AL_NODE_ACTION:
+		rc = al_action_run(ex, node, task, parent_label, deadline, res);
+		break;
 	default:
-		rc = al_err(AL_EINVALID, "node '%s': ailoop run does not execute %s%s nodes yet",
-			    node->path, node->type == AL_NODE_LOOP ? "ReAcTree-form " : "",
-			    al_node_type_name(node->type));
+		rc = al_err(AL_EINVALID, "node '%s': ailoop run does not execute %s nodes yet",
+			    node->path, al_node_type_name(node->type));
 		break;
 	}
 	return rc;
@@ -197,7 +210,7 @@ static void find_unsupported(struct al_node *n, void *data)
 {
 	const struct al_node **bad = data;
 
-	if (!*bad && !(n->type == AL_NODE_LOOP && n->sensor_form))
+	if (!*bad && n->type == AL_NODE_PARALLEL)
 		*bad = n;
 }
 
@@ -207,11 +220,9 @@ int al_exec_check_flow(const struct al_flow *flow)
 
 	al_flow_walk(flow->root, find_unsupported, &bad);
 	if (bad)
-		return al_err(AL_EINVALID, "%s:%d:%d: node '%s' is a %s%s node: ailoop runs "
-			      "sensor-form loops only, for now", bad->pos.file, bad->pos.line,
-			      bad->pos.col, bad->path,
-			      bad->type == AL_NODE_LOOP ? "ReAcTree-form " : "",
-			      al_node_type_name(bad->type));
+		return al_err(AL_EINVALID, "%s:%d:%d: node '%s' is a %s node: ailoop does not "
+			      "run those yet", bad->pos.file, bad->pos.line, bad->pos.col,
+			      bad->path, al_node_type_name(bad->type));
 	return check_runners(flow);
 }
 
@@ -235,7 +246,7 @@ static int check_runners(const struct al_flow *flow)
 
 int al_exec_run(struct al_exec *ex, struct al_result *res)
 {
-	char cwd[PATH_MAX], *logs;
+	char cwd[PATH_MAX], *logs, *cache;
 	int rc;
 
 	ex->root = al_strdup(getcwd(cwd, sizeof(cwd)) ? cwd : ".");
@@ -243,6 +254,13 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 	rc = al_mkdirs(logs);
 	free(logs);
 	ex->agents_file = al_xprintf("%s/" AL_RUN_AGENTS_FILE, ex->run->dir);
+	if (rc < 0)
+		goto done;
+	cache = al_xprintf("%s/" AL_COND_CACHE_FILE, ex->run->dir);
+	rc = al_memory_open(&ex->memory, ex->run->dir);
+	if (rc == 0)
+		rc = al_cond_cache_open(&ex->cond_cache, cache);
+	free(cache);
 	if (rc < 0)
 		goto done;
 	if (ex->resuming) { /* entering nodes rewrites the stack: keep how it was */
@@ -267,6 +285,10 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 	}
 	/* else the run ended, and its last commit holds its run_end event */
 done:
+	al_cond_cache_free(ex->cond_cache);
+	ex->cond_cache = NULL;
+	al_memory_free(ex->memory);
+	ex->memory = NULL;
 	free(ex->root);
 	ex->root = NULL;
 	free(ex->agents_file);

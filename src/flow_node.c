@@ -638,7 +638,7 @@ static void check_node(struct loader *l, struct al_node *n, const struct al_val 
 			      "failure_threshold %d is more than the %zu children",
 			      n->failure_threshold, n->nchildren);
 		if (n->type == AL_NODE_TRANSACTION && !al_val_get(v, "rollback_on"))
-			n->rollback_on = AL_ROLLBACK_FAILURE | AL_ROLLBACK_TIMEOUT | AL_ROLLBACK_ERROR;
+			n->rollback_on = AL_ROLLBACK_FAILURE | AL_ROLLBACK_TIMEOUT;
 		break;
 	case AL_NODE_CONDITIONAL:
 		if (!given(v, "condition"))

@@ -375,6 +375,68 @@ int al_git_checkout(struct al_git *g, const char *name)
 	return rc;
 }
 
+/* Whether `path` is `dir` or below it. */
+static bool below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+int al_git_restore(struct al_git *g, const char *commit_hex, const char *keep)
+{
+	git_diff_options dopts;
+	git_checkout_options copts;
+	git_oid oid;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	git_diff *diff = NULL;
+	char **paths = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (!commit_hex || git_oid_fromstrn(&oid, commit_hex, strlen(commit_hex)) < 0 ||
+	    strlen(commit_hex) != GIT_OID_HEXSZ || git_commit_lookup(&commit, g->repo, &oid) < 0)
+		return al_err(AL_EINVALID, "cannot restore the tree of commit '%s': it is not a "
+			      "commit of this repository", commit_hex ? commit_hex : "");
+	/* what differs from it, tracked or not (ignored files are not the tree's) */
+	git_diff_options_init(&dopts, GIT_DIFF_OPTIONS_VERSION);
+	dopts.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS |
+		      GIT_DIFF_INCLUDE_TYPECHANGE;
+	if (git_commit_tree(&tree, commit) < 0 ||
+	    git_diff_tree_to_workdir_with_index(&diff, g->repo, tree, &dopts) < 0) {
+		rc = fail("cannot compare the work tree with the commit to restore");
+		goto done;
+	}
+	paths = al_calloc(2 * git_diff_num_deltas(diff) + 1, sizeof(*paths));
+	for (size_t i = 0; i < git_diff_num_deltas(diff); i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
+
+		if (keep && below(d->new_file.path, keep))
+			continue;
+		paths[n++] = al_strdup(d->new_file.path);
+		if (strcmp(d->old_file.path, d->new_file.path))
+			paths[n++] = al_strdup(d->old_file.path);
+	}
+	if (!n)
+		goto done;
+	git_checkout_options_init(&copts, GIT_CHECKOUT_OPTIONS_VERSION);
+	copts.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_REMOVE_UNTRACKED |
+				  GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH;
+	copts.paths.strings = paths;
+	copts.paths.count = n;
+	if (git_checkout_tree(g->repo, (git_object *)tree, &copts) < 0)
+		rc = fail("cannot restore the work tree");
+done:
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	git_diff_free(diff);
+	git_tree_free(tree);
+	git_commit_free(commit);
+	return rc;
+}
+
 /* Identity from the environment, then config, then ailoop's own. */
 static int signature(git_signature **out, git_repository *repo, const char *who)
 {

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-const char *const al_phase_names[4] = { "measure", "commit", "controller", "actuate" };
+const char *const al_phase_names[AL_PHASE_COUNT] = {
+	"measure", "commit", "controller", "actuate", "children", "condition", "rollback", "done",
+};
 
 void al_timestamp(char buf[32])
 {
@@ -53,11 +55,14 @@ static int node_state_from(struct al_node_state *st, struct al_md *md, const cha
 	st->started_at = dup_or_null(al_md_str(md, "started-at"));
 	st->initial_sensors = dup_or_null(al_md_str(md, "initial-sensors"));
 	st->task_sha256 = dup_or_null(al_md_str(md, "task-sha256"));
+	st->branch = dup_or_null(al_md_str(md, "branch"));
+	st->base_commit = dup_or_null(al_md_str(md, "base-commit"));
+	st->done = dup_or_null(al_md_str(md, "children-done"));
 	phase = al_md_str(md, "phase");
-	for (st->phase = 0; phase && st->phase < 4; st->phase++)
+	for (st->phase = 0; phase && st->phase < AL_PHASE_COUNT; st->phase++)
 		if (!strcmp(phase, al_phase_names[st->phase]))
 			break;
-	if (!phase || st->phase == 4 || !al_md_int(md, "iteration", &n) || n < 0 || n > 1000000) {
+	if (!phase || st->phase == AL_PHASE_COUNT || !al_md_int(md, "iteration", &n) || n < 0 || n > 1000000) {
 		rc = al_err(AL_EINVALID, "'%s' is damaged: its phase or iteration is unreadable", path);
 		goto done;
 	}
@@ -68,10 +73,13 @@ static int node_state_from(struct al_node_state *st, struct al_md *md, const cha
 		st->max_iterations = (int)n;
 	if (al_md_int(md, "elapsed-ms", &n))
 		st->elapsed_ms = n;
+	if (al_md_int(md, "child", &n) && n >= 0 && n < 1000000)
+		st->child = (int)n;
+	al_md_bool(md, "break", &st->brk);
 	al_md_bool(md, "child-entry", &st->child_entry);
 	al_md_bool(md, "target-met", &st->target_met);
 	phase = al_md_str(md, "failed-phase");
-	for (int i = 0; phase && i < 4; i++) {
+	for (int i = 0; phase && i < AL_PHASE_COUNT; i++) {
 		if (!strcmp(phase, al_phase_names[i])) {
 			st->failed = true;
 			st->failed_phase = (enum al_phase)i;
@@ -126,6 +134,16 @@ int al_node_state_write(const struct al_node_state *st, const char *path, const 
 	al_fm_str(fm, "task-sha256", st->task_sha256);
 	if (st->failed)
 		al_fm_str(fm, "failed-phase", al_phase_names[st->failed_phase]);
+	if (st->phase >= AL_PHASE_CHILDREN || st->child) /* a control node's */
+		al_fm_int(fm, "child", st->child);
+	if (st->branch)
+		al_fm_str(fm, "branch", st->branch);
+	if (st->brk)
+		al_fm_bool(fm, "break", true);
+	if (st->base_commit)
+		al_fm_str(fm, "base-commit", st->base_commit);
+	if (st->done)
+		al_fm_str(fm, "children-done", st->done);
 	al_fm_finish(fm, &sb);
 	al_strbuf_addf(&sb, "\n# Task (setpoint)\n\n%s\n", task ? task : "");
 	rc = al_write_atomic(path, sb.buf, sb.len);
@@ -145,6 +163,9 @@ void al_node_state_release(struct al_node_state *st)
 	free(st->started_at);
 	free(st->initial_sensors);
 	free(st->task_sha256);
+	free(st->branch);
+	free(st->base_commit);
+	free(st->done);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -265,7 +286,7 @@ const char *al_status_name(const char *status)
 {
 	static const char *const names[] = { "running", "paused", "complete",
 					      "max-iterations-reached", "timeout", "error",
-					      "blocked", "skipped" };
+					      "blocked", "skipped", "failed" };
 
 	for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++)
 		if (!strcmp(status, names[i]))

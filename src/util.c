@@ -74,6 +74,14 @@ char *al_strdup(const char *s)
 	return al_strndup(s, strlen(s));
 }
 
+void al_set_str(char **field, const char *value)
+{
+	char *copy = value ? al_strdup(value) : NULL;
+
+	free(*field);
+	*field = copy;
+}
+
 char *al_strndup(const char *s, size_t n)
 {
 	char *p = al_malloc(n + 1);

@@ -89,7 +89,8 @@ struct al_cond_env {
 int al_condition_eval(const struct al_condition *cond, const struct al_cond_env *env,
 		      bool *result);
 
-/* The cache file of a run (<run-dir>/conditions.jsonl), loaded once. */
+/* The cache file of a run (<run-dir>/AL_COND_CACHE_FILE), loaded once. */
+#define AL_COND_CACHE_FILE "conditions.jsonl"
 int al_cond_cache_open(struct al_cond_cache **out, const char *path);
 void al_cond_cache_free(struct al_cond_cache *cache);
 

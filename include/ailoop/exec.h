@@ -30,9 +30,36 @@
  */
 struct al_result {
 	bool success;
-	const char *reason; /* complete, max-iterations-reached, timeout, error, … */
+	const char *reason; /* complete, max-iterations-reached, timeout, failed, error, … */
 	int iterations;
 	char *summary;      /* one line */
+};
+
+/*
+ * One node being executed, whatever its type: its state on disk and in
+ * memory, its task, its clock. al_node_begin() reads the state back when
+ * it belongs to this entry of the node (so running it continues it) or
+ * starts it afresh; al_node_end() hands the result to the parent.
+ *
+ * The label: a loop's iterations are labelled below the label of the
+ * iteration they run in ("2.1", "2.2"); every other node runs in, and
+ * commits with, the label of its nearest enclosing loop iteration ("0"
+ * outside any loop). A node is entered at most once per such iteration,
+ * so (node path, label) names one entry of one node.
+ */
+struct al_node_run {
+	struct al_exec *ex;
+	const struct al_node *n;
+	struct al_node_state st;
+	char *dir;          /* nodes/<node-path> */
+	char *state_path;   /* its orchestrator-output.md */
+	char *task;
+	const char *parent_label; /* NULL at the top */
+	int64_t deadline;   /* 0 = none: the enclosing one and the node's own */
+	int64_t entry_ms;
+	int64_t base_elapsed;
+	bool root;
+	bool resumed;       /* state read back from disk: its next commit may exist */
 };
 
 /* A node being executed, innermost last: for results written on the way out. */
@@ -41,6 +68,7 @@ struct al_frame {
 	struct al_node_state *st;
 	const char *dir;
 	const char *task;
+	struct al_node_run *nr;
 };
 
 struct al_exec {
@@ -55,6 +83,8 @@ struct al_exec {
 	char **resume_stack; /* that stack, as the run left it */
 	size_t nresume_stack;
 	size_t commits;  /* commits made by this process */
+	struct al_memory *memory;          /* the run's working memory */
+	struct al_cond_cache *cond_cache;  /* condition results (SPEC §3.2) */
 	struct al_frame frames[AL_FLOW_MAX_DEPTH];
 	size_t nframes;
 };
@@ -70,9 +100,49 @@ int al_exec_run(struct al_exec *ex, struct al_result *res);
 int al_exec_node(struct al_exec *ex, const struct al_node *node, const char *task,
 		 const char *parent_label, bool child_entry, int64_t deadline,
 		 struct al_result *res);
+/* The executors of the node types (loop.c, control.c, action.c). */
 int al_loop_run(struct al_exec *ex, const struct al_node *node, const char *task,
 		const char *parent_label, bool child_entry, int64_t deadline,
 		struct al_result *res);
+int al_control_run(struct al_exec *ex, const struct al_node *node, const char *task,
+		   const char *parent_label, int64_t deadline, struct al_result *res);
+int al_action_run(struct al_exec *ex, const struct al_node *node, const char *task,
+		  const char *parent_label, int64_t deadline, struct al_result *res);
+
+/*
+ * Starts or continues node `n` (see struct al_node_run) and pushes its
+ * frame. A fresh node starts in `phase` with `iteration`; its task.md and
+ * state are written before it enters the run's execution stack.
+ */
+int al_node_begin(struct al_node_run *nr, struct al_exec *ex, const struct al_node *n,
+		  const char *task, const char *parent_label, bool child_entry,
+		  int64_t deadline, enum al_phase phase, int iteration);
+/* Writes the node's state, with the time spent on it. */
+int al_node_save(struct al_node_run *nr);
+/*
+ * The node has ended with `status`: writes its result-output.md (`body`
+ * under the common head, or a summary of `message`), and moves it to its
+ * last commit (`commit`) or to done.
+ */
+int al_node_finish(struct al_node_run *nr, const char *status, const char *message,
+		   bool commit, const char *body);
+/*
+ * The node's commit of its current label: `sensors` the [sensors] line
+ * (may be NULL). When the node's status is final, whatever must precede
+ * its last commit is written first (its end event; the run's end at the
+ * root; every frame's result when it ends the run in error).
+ */
+int al_node_commit(struct al_node_run *nr, const char *sensors);
+/*
+ * Pops the frame; for `rc` 0, fills `res` from the state and leaves the
+ * execution stack (the root stays on it). Frees what begin allocated.
+ * Returns `rc`, or an error of its own.
+ */
+int al_node_end(struct al_node_run *nr, int rc, struct al_result *res);
+/* Whether the node runs with deadline passed (then it should end in timeout). */
+bool al_node_timed_out(const struct al_node_run *nr);
+/* Child of a node's iteration label: "<parent>.<k>", or "<k>" at the top. */
+char *al_label_for(const char *parent, int k);
 
 /*
  * Commits `f`. With `may_exist` (the node's state was read back from disk),

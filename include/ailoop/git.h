@@ -69,6 +69,15 @@ int al_git_check_head(struct al_git *g, const char *own_dir);
 int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir,
 		      char oid[AL_OID_HEX]);
 
+/*
+ * Puts the work tree and the index back to the tree of commit `commit_hex`
+ * (a transaction's rollback): changed files get their content and mode
+ * back, deleted ones return, files added since (tracked or not) are
+ * removed. Ignored files and everything below `keep` (may be NULL) are
+ * left as they are.
+ */
+int al_git_restore(struct al_git *g, const char *commit_hex, const char *keep);
+
 /* The full message of a revision ("HEAD", a branch, an id). Caller frees. */
 int al_git_message(struct al_git *g, const char *rev, char **message);
 

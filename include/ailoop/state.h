@@ -15,9 +15,17 @@
  * with a final status: once its commit exists it is done, and nothing is
  * written after the run's last commit, so the tree ends clean.
  */
-enum al_phase { AL_PHASE_MEASURE, AL_PHASE_COMMIT, AL_PHASE_CONTROLLER, AL_PHASE_ACTUATE };
+enum al_phase {
+	AL_PHASE_MEASURE, AL_PHASE_COMMIT, AL_PHASE_CONTROLLER, AL_PHASE_ACTUATE,
+	/* control nodes (sequence, fallback, conditional, transaction, loop-until) */
+	AL_PHASE_CHILDREN,  /* running child `child` */
+	AL_PHASE_CONDITION, /* evaluating the condition */
+	AL_PHASE_ROLLBACK,  /* a transaction restores the tree of its start */
+	AL_PHASE_DONE,      /* ended, with nothing to commit */
+	AL_PHASE_COUNT
+};
 
-extern const char *const al_phase_names[4];
+extern const char *const al_phase_names[AL_PHASE_COUNT];
 
 struct al_node_state {
 	char *run_id;
@@ -39,6 +47,12 @@ struct al_node_state {
 	char *task_sha256;     /* of task.md, so that a damaged one is noticed */
 	bool failed;           /* an agent failed under on_error fail-fast, … */
 	enum al_phase failed_phase; /* … in this phase: a retry runs it again */
+	/* control nodes */
+	int child;             /* the child being run (index among the node's children) */
+	char *branch;          /* conditional: "true" or "false" once evaluated */
+	bool brk;              /* loop: break_loop ran in this iteration */
+	char *base_commit;     /* transaction: HEAD at its start, what a rollback restores */
+	char *done;            /* parallel: one character per child, '.' running, else its end */
 };
 
 /* Reads a node's state. AL_ENOTFOUND if absent, AL_EINVALID if damaged. */

@@ -38,6 +38,8 @@ void *al_malloc(size_t n);
 void *al_calloc(size_t nmemb, size_t size);
 void *al_realloc(void *p, size_t n);
 char *al_strdup(const char *s);
+/* Replaces the string *field owns with a copy of `value` (NULL: none); `value` may be *field. */
+void al_set_str(char **field, const char *value);
 char *al_strndup(const char *s, size_t n);
 char *al_xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -82,7 +82,7 @@ expect_in "$(cat "$node/sensor-scope-output.md")" "duration-ms: " "sensor output
 run jq -e . "$run_dir/events.jsonl"
 if command -v jq >/dev/null; then expect_rc 0 "events.jsonl is JSON lines"; fi
 expect_eq "$(jq -r .event "$run_dir/events.jsonl" | uniq | tr '\n' ' ')" \
-	"run_start node_start sensors loop_iteration controller actuator sensors loop_iteration \
+	"run_start node_start loop_start sensors loop_iteration controller actuator sensors loop_iteration \
 controller actuator sensors loop_iteration controller actuator sensors loop_iteration \
 controller loop_iteration node_complete run_end " "one event per step"
 expect_eq "$(jq -r 'select(.event == "controller") | .target_met' "$run_dir/events.jsonl" |

@@ -85,15 +85,15 @@ cat >"$R/.ai-loop/flow.yaml" <<'YAML'
 version: 1
 flow:
   id: steps
-  type: sequence
+  type: parallel
   children:
     - {skill: one, agent: .ai-loop/agents/fixer.md}
 YAML
 commit_all "$R"
 cd "$R"
 run "$AILOOP" run "x"
-expect_rc 65 "ReAcTree nodes are refused by run"
-expect_in "$err" "node 'steps' is a sequence node" "refusal names the node"
+expect_rc 65 "parallel nodes are refused by run"
+expect_in "$err" "node 'steps' is a parallel node" "refusal names the node"
 printf 'flow: {id: x, type: loop, controler: y}\n' >.ai-loop/flow.yaml
 run "$AILOOP" run "x"
 expect_rc 65 "invalid flow"

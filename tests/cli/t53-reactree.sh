@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# ReAcTree control flow on the executor: sequence, fallback, loop-until
+# without a condition, transaction; the exact path each takes, its
+# commits, and a rollback that restores the tree byte for byte.
+. "$(dirname "$0")/lib.sh"
+
+export TRAIL=$TEST_TMP/trail
+R=$TEST_TMP/repo
+loop_repo "$R" item-1
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: main
+  type: sequence
+  children:
+    - {id: a, skill: one, agent: .ai-loop/agents/step.md}
+    - id: pick
+      type: fallback
+      children:
+        - {id: f1, skill: fail-1, agent: .ai-loop/agents/step.md}
+        - {id: s1, skill: status-fail-1, agent: .ai-loop/agents/step.md}
+        - {id: ok, skill: two, agent: .ai-loop/agents/step.md}
+        - {id: never, skill: never, agent: .ai-loop/agents/step.md}
+    - id: rep
+      type: loop
+      max_iterations: 2
+      children:
+        - {id: r, skill: rep, agent: .ai-loop/agents/step.md}
+        - {id: rf, skill: fail-rep, agent: .ai-loop/agents/step.md}
+    - id: tx
+      type: transaction
+      children:
+        - {id: t1, skill: write-tx, agent: .ai-loop/agents/step.md}
+        - {id: t2, skill: fail-tx, agent: .ai-loop/agents/step.md}
+    - {id: after, skill: after, agent: .ai-loop/agents/step.md}
+YAML
+chmod 640 "$R/README"
+commit_all "$R"
+cd "$R"
+before=$(code_tree "$R")
+
+run "$AILOOP" run "walk the tree"
+expect_rc 1 "a sequence that fails ends the run without success"
+expect_eq "$(tr '\n' ' ' <"$TRAIL")" "one fail-1 status-fail-1 two rep fail-rep rep fail-rep write-tx fail-tx " \
+	"the path taken"
+expect_eq "$(triples "$R" | tr '\n' ',')" "0 main/a complete,0 main/pick/f1 failed,0 main/pick/s1 failed,\
+0 main/pick/ok complete,1 main/rep/r complete,1 main/rep/rf failed,1 main/rep running,\
+2 main/rep/r complete,2 main/rep/rf failed,2 main/rep complete,0 main/tx/t1 complete,\
+0 main/tx/t2 failed,0 main/tx failed,0 main failed," "one commit per action and loop iteration, a rollback commit, the run's end"
+expect_in "$(git log -1 --skip=1 --format=%s)" "rollback" "the rollback commit says so"
+expect_eq "$(code_tree "$R")" "$before" "the rollback restored the tree"
+expect_eq "$(cat README)" "hello" "the changed file is back"
+expect_eq "$(cat todo.txt)" "item-1" "the deleted file is back"
+[ ! -e created-write-tx.txt ] && pass || fail "the created file is gone"
+expect_eq "$(git status --porcelain)" "" "the work tree is clean"
+expect_in "$(grep -o '"event":"[a-z_]*"' .ai-loop/runs/*/events.jsonl | sort -u | tr '\n' ' ')" \
+	'"event":"transaction_rollback"' "rollback event"
+st=$(cat .ai-loop/runs/*/run-state.md)
+expect_in "$st" "status: failed" "the run's status"
+
+finish
