@@ -90,6 +90,7 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 	nr->task = al_strdup(task);
 	nr->st.run_id = al_strdup(ex->run->st.run_id);
 	nr->st.node_id = al_strdup(n->id);
+	nr->st.type = al_strdup(al_node_type_name(n->type));
 	nr->st.node_path = al_strdup(n->path);
 	nr->st.parent_path = al_strdup(n->parent ? n->parent->path : "root");
 	nr->st.level = n->depth;
@@ -99,7 +100,7 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 	nr->st.phase = phase;
 	nr->st.status = al_strdup("running");
 	nr->st.child_entry = child_entry;
-	nr->st.max_iterations = n->max_iterations;
+	nr->st.max_iterations = is_loop(n) ? n->max_iterations : 0;
 	nr->st.started_at = al_strdup(now);
 	al_sha256_hex(nr->task, strlen(nr->task), task_sha);
 	nr->st.task_sha256 = al_strdup(task_sha);
