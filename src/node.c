@@ -1,9 +1,11 @@
 #include "ailoop/exec.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/md.h"
+#include "ailoop/memory.h"
 #include "ailoop/sha256.h"
 #include "ailoop/util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,12 +190,20 @@ static int iterations_of(const struct al_node_run *nr)
 	return nr->st.iteration;
 }
 
-/* What a node that ended tells the run: its end event. */
+/* What a node that ended tells the run: its end event, and working memory. */
 static void ended(struct al_node_run *nr)
 {
 	const char *status = nr->st.status;
 	bool ok = !strcmp(status, "complete");
+	char *key = al_xprintf("nodes.%s.status", nr->n->id), iterations[16];
 
+	snprintf(iterations, sizeof(iterations), "%d", iterations_of(nr));
+	if (al_memory_set(nr->ex->memory, key, status, false, "ailoop", "node_result") == 0) {
+		free(key);
+		key = al_xprintf("nodes.%s.iterations", nr->n->id);
+		al_memory_set(nr->ex->memory, key, iterations, true, "ailoop", "node_result");
+	}
+	free(key);
 	al_run_event(nr->ex->run, ok ? "node_complete" : "node_failed",
 		     "{s:s, s:s, s:s, s:i, s:s}", "node", nr->n->path, "label", nr->st.label,
 		     "status", status, "iterations", iterations_of(nr), "summary",
