@@ -200,6 +200,7 @@ static int run_command(const struct al_condition *cond, const struct al_cond_env
 		.argv = cond->argv ? cond->argv : sh,
 		.env = env->envp,
 		.deadline_ms = env->deadline_ms,
+		.record = env->record, /* a resume after a kill stops it too */
 	};
 	struct al_proc_result res = AL_PROC_RESULT_INIT;
 	static const char cannot[] = "ailoop: cannot run '";

@@ -74,6 +74,7 @@ struct al_cond_env {
 	struct al_memory *memory;
 	const char *const *envp;  /* NAME=value for commands (AILOOP_RUN_DIR, …); may be NULL */
 	int64_t deadline_ms;      /* for commands, on al_now_ms()'s clock; 0 = none */
+	const char *record;       /* for commands: al_proc_spec.record (may be NULL) */
 	/* caching (SPEC §3.2); cache NULL = none */
 	struct al_cond_cache *cache;
 	const char *node_path;    /* the node whose condition it is */

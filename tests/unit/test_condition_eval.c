@@ -131,6 +131,15 @@ static bool eval(const char *text)
 	return result;
 }
 
+static const char *file_text(const char *path)
+{
+	static struct al_strbuf sb = AL_STRBUF_INIT;
+
+	al_strbuf_reset(&sb);
+	cr_assert_eq(al_strbuf_read_file(&sb, path, 1 << 20), 0, "cannot read %s", path);
+	return sb.buf;
+}
+
 #define assert_true(text) cr_assert(eval(text), "%s is false", text)
 #define assert_false(text) cr_assert_not(eval(text), "%s is true", text)
 
@@ -356,6 +365,14 @@ Test(condition_eval, a_command_stopped_at_the_deadline_is_a_timeout)
 	cr_assert_eq(al_condition_eval(c, &env, &result), AL_ETIMEOUT);
 	cr_assert(strstr(al_errmsg(), "stopped at the deadline"), "%s", al_errmsg());
 	cr_assert_not(result);
+}
+
+Test(condition_eval, a_running_command_is_in_the_record_of_live_children)
+{
+	/* so that a resume after ailoop was killed stops it, as it stops agents */
+	env.record = "agents";
+	assert_true("{type: command, expression: 'grep -q \"^$$ \" agents'}");
+	cr_assert_str_eq(file_text("agents"), ""); /* emptied once it is reaped */
 }
 
 Test(condition_eval, an_interrupt_stops_the_command)
