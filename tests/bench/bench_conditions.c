@@ -177,10 +177,10 @@ int main(int argc, char **argv)
 	al_doc_free(doc);
 	al_diags_release(&diags);
 	al_strbuf_release(&text);
-	for (size_t i = 0; i < nk; i++) {
-		free(al_strmap_get(&map, keys[i]));
+	for (size_t i = 0; i < map.cap; i++)
+		free(map.slots[i].val);
+	for (size_t i = 0; i < nk; i++)
 		free(keys[i]);
-	}
 	free(keys);
 	al_strmap_release(&map);
 	return n == 10000 && ms > BUDGET_MS;
