@@ -95,7 +95,8 @@ struct al_cond_env {
  * node's time is up: neither true nor false), or another error (a command
  * that could not start) with a message. all / any stop at the first check
  * that decides them. A missing key is false for every operator but
- * not_exists. Evaluating memory checks allocates nothing.
+ * not_exists. A memory check allocates nothing (a regex match its match
+ * data).
  *
  * Only command checks are cached (they are what costs): per (node_path,
  * the check's position and text), for its cache_ttl_seconds of wall-clock

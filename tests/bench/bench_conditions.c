@@ -58,9 +58,16 @@ static void condition_text(struct al_strbuf *sb, int i)
 	case 0: al_strbuf_addf(sb, "{key: key.%d, operator: equals, value: value-%d}", k, k); break;
 	case 1: al_strbuf_addf(sb, "{key: num.%d, operator: greater_or_equal, value: 50}", k); break;
 	case 2: al_strbuf_addf(sb, "{key: key.%d, operator: contains, value: lue-}", k); break;
-	case 3: al_strbuf_addf(sb, "{key: key.%d, operator: matches_regex, value: '^value-\\d+$'}", k); break;
-	case 4: al_strbuf_addf(sb, "{type: test_result, key: s%d, operator: equals, value: passing}", i); break;
-	case 5: al_strbuf_addf(sb, "{type: test_result, key: s%d.failed, operator: less_than, value: 1}", i); break;
+	case 3:
+		al_strbuf_addf(sb, "{key: key.%d, operator: matches_regex, value: '^value-\\d+$'}", k);
+		break;
+	case 4:
+		al_strbuf_addf(sb, "{type: test_result, key: s%d, operator: equals, value: passing}", i);
+		break;
+	case 5:
+		al_strbuf_addf(sb, "{type: test_result, key: s%d.failed, operator: less_than, "
+			       "value: 1}", i);
+		break;
 	case 6: al_strbuf_addf(sb, "{key: missing.%d, operator: not_exists}", k); break;
 	case 7:
 		al_strbuf_addf(sb, "{all: [{key: key.%d, operator: exists}, {not: {key: num.%d, "

@@ -390,23 +390,38 @@ Test(condition_eval, all_any_not_nest)
 {
 	set("a", "1");
 	set("b", "2");
-	assert_true("{all: [{key: a, operator: equals, value: 1}, {key: b, operator: equals, value: 2}]}");
-	assert_false("{all: [{key: a, operator: equals, value: 1}, {key: b, operator: equals, value: 3}]}");
-	assert_true("{any: [{key: a, operator: equals, value: 9}, {key: b, operator: equals, value: 2}]}");
-	assert_false("{any: [{key: a, operator: equals, value: 9}, {key: b, operator: equals, value: 9}]}");
-	assert_true("{not: {key: c, operator: exists}}");
-	assert_false("{not: {not: {key: c, operator: exists}}}");
-	assert_true("{all: [{any: [{key: c, operator: exists}, {not: {key: a, operator: equals, value: 2}}]},"
-		    " {not: {all: [{key: a, operator: exists}, {key: c, operator: exists}]}}]}");
+#define A1 "{key: a, operator: equals, value: 1}"
+#define A9 "{key: a, operator: equals, value: 9}"
+#define B2 "{key: b, operator: equals, value: 2}"
+#define B9 "{key: b, operator: equals, value: 9}"
+#define C "{key: c, operator: exists}"
+	assert_true("{all: [" A1 ", " B2 "]}");
+	assert_false("{all: [" A1 ", " B9 "]}");
+	assert_false("{all: [" A9 ", " B2 "]}");
+	assert_true("{any: [" A9 ", " B2 "]}");
+	assert_true("{any: [" A1 ", " B9 "]}");
+	assert_false("{any: [" A9 ", " B9 "]}");
+	assert_true("{not: " C "}");
+	assert_false("{not: {not: " C "}}");
+	assert_true("{all: [{any: [" C ", {not: " A9 "}]}, {not: {all: [" A1 ", " C "]}}]}");
+	assert_false("{any: [{all: [" A1 ", " C "]}, {not: {any: [" B2 ", " C "]}}]}");
+#undef A1
+#undef A9
+#undef B2
+#undef B9
+#undef C
 }
 
 Test(condition_eval, all_and_any_stop_at_the_first_deciding_check)
 {
 	set("a", "1");
-	assert_true("{any: [{key: a, operator: exists}, {type: command, expression: 'touch ran-any'}]}");
-	assert_false("{all: [{key: b, operator: exists}, {type: command, expression: 'touch ran-all'}]}");
+	assert_true("{any: [{key: a, operator: exists},"
+		    " {type: command, expression: 'touch ran-any'}]}");
+	assert_false("{all: [{key: b, operator: exists},"
+		     " {type: command, expression: 'touch ran-all'}]}");
 	unit_write("here", "");
-	assert_false("{not: {any: [{type: file_exists, path: 'h*'}, {type: command, command: [touch, ran-not]}]}}");
+	assert_false("{not: {any: [{type: file_exists, path: 'h*'},"
+		     " {type: command, command: [touch, ran-not]}]}}");
 	cr_assert_not(al_file_exists("ran-any"));
 	cr_assert_not(al_file_exists("ran-all"));
 	cr_assert_not(al_file_exists("ran-not"));
@@ -418,7 +433,8 @@ Test(condition_eval, all_and_any_stop_at_the_first_deciding_check)
 Test(condition_eval, an_error_inside_a_combination_is_returned)
 {
 	bool result = true;
-	struct al_condition *c = cond("{any: [{key: b, operator: exists}, {not: {type: command, command: [no-such-program-xyz]}}]}");
+	struct al_condition *c = cond("{any: [{key: b, operator: exists},"
+				      " {not: {type: command, command: [no-such-program-xyz]}}]}");
 
 	cr_assert_eq(al_condition_eval(c, &env, &result), AL_ERROR);
 	cr_assert(strstr(al_errmsg(), "cannot run 'no-such-program-xyz'"), "%s", al_errmsg());
