@@ -7,12 +7,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +36,7 @@ struct al_cond_cache {
 	char *path;
 	int fd;            /* for appending, opened at the first new result */
 	bool need_newline; /* the file ends in a partial line */
+	bool linked;       /* a symbolic link: kept in memory only */
 	struct al_strmap map;
 };
 
@@ -259,8 +262,10 @@ static void append(struct al_cond_cache *c, json_t *line)
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	char *text = json_dumps(line, JSON_COMPACT);
 
-	if (!text)
+	if (!text || c->linked) {
+		free(text);
 		return;
+	}
 	if (c->need_newline) /* after a line cut short */
 		al_strbuf_addch(&sb, '\n');
 	al_strbuf_adds(&sb, text);
@@ -289,19 +294,46 @@ static void load_line(struct al_cond_cache *c, const char *line, size_t len)
 	json_decref(j);
 }
 
+/*
+ * Opens the file without following a link or waiting on a FIFO: a link in
+ * its place (which an agent may have planted) is neither read nor written
+ * through, as the event log is not; anything else that is not a regular
+ * file is an error. Sets *f, or leaves it NULL for an empty cache.
+ */
+static int open_file(struct al_cond_cache *c, FILE **f)
+{
+	int fd = open(c->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+
+	*f = NULL;
+	if (fd < 0 && errno == ELOOP) {
+		c->linked = true;
+		return 0;
+	}
+	if (fd < 0)
+		return errno == ENOENT ? 0 : al_err(AL_ERROR, "cannot read '%s': %s", c->path,
+						    strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return al_err(AL_ERROR, "cannot read '%s': not a regular file", c->path);
+	}
+	if (!(*f = fdopen(fd, "r")))
+		al_die_oom(); /* its only failure with a valid descriptor */
+	return 0;
+}
+
 int al_cond_cache_open(struct al_cond_cache **out, const char *path)
 {
 	struct al_cond_cache *c = al_calloc(1, sizeof(*c));
-	FILE *f = fopen(path, "re");
+	FILE *f = NULL;
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
-	int rc = 0;
+	int rc;
 
 	c->path = al_strdup(path);
 	c->fd = -1;
-	if (!f && errno != ENOENT)
-		rc = al_err(AL_ERROR, "cannot read '%s': %s", path, strerror(errno));
+	rc = open_file(c, &f);
 	while (f && (n = getline(&line, &cap, f)) > 0) {
 		c->need_newline = line[n - 1] != '\n';
 		load_line(c, line, (size_t)n);

@@ -112,8 +112,9 @@ int al_condition_eval(const struct al_condition *cond, const struct al_cond_env 
  * The cache file of a run (<run-dir>/conditions.jsonl), loaded once here;
  * each new result is then appended as one JSON line (never rewritten), the
  * last line of a check wins, a damaged line is ignored. A missing file is
- * an empty cache (created at the first result); one that cannot be read is
- * an error.
+ * an empty cache (created at the first result), and so is a symbolic link
+ * in its place, which is never written through; one that cannot be read or
+ * is not a regular file is an error. Not for use by several threads.
  */
 #define AL_COND_CACHE_FILE "conditions.jsonl"
 

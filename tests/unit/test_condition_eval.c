@@ -692,15 +692,53 @@ Test(condition_eval, file_exists_and_memory_checks_are_not_cached)
 	cr_assert_not(al_file_exists("conditions.jsonl"));
 }
 
-Test(condition_eval, a_cache_file_that_cannot_be_read_is_an_error)
+Test(condition_eval, a_cache_file_that_is_not_a_regular_file_is_an_error)
 {
 	struct al_cond_cache *cache = (void *)1;
 
 	cr_assert_eq(mkdir("conditions.jsonl", 0777), 0);
 	cr_assert_eq(al_cond_cache_open(&cache, "conditions.jsonl"), AL_ERROR);
 	cr_assert_null(cache);
-	cr_assert_str_eq(al_errmsg(), "cannot read 'conditions.jsonl': Is a directory");
+	cr_assert_str_eq(al_errmsg(), "cannot read 'conditions.jsonl': not a regular file");
+	/* a FIFO without a writer: refused at once, not waited on */
+	cr_assert_eq(mkfifo("fifo.jsonl", 0666), 0);
+	cache = (void *)1;
+	cr_assert_eq(al_cond_cache_open(&cache, "fifo.jsonl"), AL_ERROR);
+	cr_assert_null(cache);
+	cr_assert_str_eq(al_errmsg(), "cannot read 'fifo.jsonl': not a regular file");
 	al_cond_cache_free(NULL);
+}
+
+Test(condition_eval, a_cache_file_that_cannot_be_read_is_an_error)
+{
+	struct al_cond_cache *cache = (void *)1;
+
+	unit_write("run", "a file, not a directory");
+	cr_assert_eq(al_cond_cache_open(&cache, "run/conditions.jsonl"), AL_ERROR);
+	cr_assert_null(cache);
+	cr_assert_str_eq(al_errmsg(), "cannot read 'run/conditions.jsonl': Not a directory");
+}
+
+Test(condition_eval, a_link_in_the_place_of_the_cache_is_neither_read_nor_written_through)
+{
+	struct al_condition *c = counting(300);
+	struct al_strbuf victim = AL_STRBUF_INIT;
+
+	open_cache();
+	eval_c(c);
+	al_cond_cache_free(env.cache);
+	env.cache = NULL;
+	/* the victim holds a valid cache line: read through the link, it would be a hit */
+	cr_assert_eq(rename("conditions.jsonl", "victim"), 0);
+	cr_assert_eq(symlink("victim", "conditions.jsonl"), 0);
+	cr_assert_eq(al_strbuf_read_file(&victim, "victim", 1 << 20), 0);
+	open_cache();
+	eval_c(c);
+	cr_assert_eq(runs(), 2);
+	eval_c(c); /* still cached in memory */
+	cr_assert_eq(runs(), 2);
+	cr_assert_str_eq(file_text("victim"), victim.buf);
+	al_strbuf_release(&victim);
 }
 
 Test(condition_eval, test_result_reads_memory_once_or_twice)
