@@ -243,7 +243,7 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 	rc = al_mkdirs(logs);
 	free(logs);
 	ex->agents_file = al_xprintf("%s/" AL_RUN_AGENTS_FILE, ex->run->dir);
-	if (rc < 0)
+	if (rc < 0 || (rc = al_memory_open(&ex->memory, ex->run->dir)) < 0)
 		goto done;
 	if (ex->resuming) { /* entering nodes rewrites the stack: keep how it was */
 		ex->nresume_stack = ex->run->st.nstack;
@@ -271,6 +271,8 @@ done:
 	ex->root = NULL;
 	free(ex->agents_file);
 	ex->agents_file = NULL;
+	al_memory_free(ex->memory);
+	ex->memory = NULL;
 	for (size_t i = 0; i < ex->nresume_stack; i++)
 		free(ex->resume_stack[i]);
 	free(ex->resume_stack);

@@ -4,6 +4,7 @@
 #include "ailoop/flow.h"
 #include "ailoop/git.h"
 #include "ailoop/history.h"
+#include "ailoop/memory.h"
 #include "ailoop/progress.h"
 #include "ailoop/run.h"
 #include "ailoop/state.h"
@@ -50,6 +51,7 @@ struct al_exec {
 	struct al_progress *progress;
 	char *root;      /* the repository root, absolute */
 	char *agents_file; /* <run>/AL_RUN_AGENTS_FILE: see al_proc_spec.record */
+	struct al_memory *memory; /* the run's working memory; NULL outside al_exec_run */
 	bool resuming;   /* nodes on the run's stack must have their state; cleared once
 			  * the innermost of them is resumed or a frame ends */
 	char **resume_stack; /* that stack, as the run left it */
