@@ -26,6 +26,7 @@ struct entry {
 struct al_memory {
 	char *path;
 	int fd;           /* O_RDWR | O_APPEND: reads with pread, appends whole lines */
+	pid_t pid;        /* the process that opened fd */
 	off_t offset;     /* end of the last complete line read into the index */
 	struct entry *slots; /* open addressing, linear probing; cap a power of two */
 	size_t n, cap;
@@ -234,18 +235,34 @@ static int catch_up(struct al_memory *m)
 
 /* --- the interface -------------------------------------------------------- */
 
+static int open_file(struct al_memory *m)
+{
+	int fd = open(m->path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+	if (fd < 0 && errno == ELOOP)
+		return al_err(AL_ENOTFOUND, "'%s' is a symbolic link: the working memory must be a "
+			      "file of the run's directory, in the repository; remove the link",
+			      m->path);
+	if (fd < 0)
+		return al_err(errno == ENOENT ? AL_ENOTFOUND : AL_ERROR,
+			      "cannot open the working memory '%s': %s", m->path, strerror(errno));
+	if (m->fd >= 0)
+		close(m->fd);
+	m->fd = fd;
+	m->pid = getpid();
+	return 0;
+}
+
 int al_memory_open(struct al_memory **out, const char *run_dir)
 {
 	struct al_memory *m = al_calloc(1, sizeof(*m));
 	int rc;
 
 	*out = NULL;
+	m->fd = -1;
 	al_strbuf_init(&m->buf);
 	m->path = al_xprintf("%s/" AL_MEMORY_FILE, run_dir);
-	m->fd = open(m->path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (m->fd < 0) {
-		rc = al_err(errno == ENOENT ? AL_ENOTFOUND : AL_ERROR,
-			    "cannot open the working memory '%s': %s", m->path, strerror(errno));
+	if ((rc = open_file(m)) < 0) {
 		al_memory_free(m);
 		return rc;
 	}
@@ -299,6 +316,9 @@ static int append(struct al_memory *m, const char *line, size_t len, const char 
 	bool whole, str;
 	int rc = 0;
 
+	/* a forked child would share the parent's lock: it takes its own */
+	if (m->pid != getpid() && (rc = open_file(m)) < 0)
+		return rc;
 	while (flock(m->fd, LOCK_EX) < 0)
 		if (errno != EINTR)
 			return al_err(AL_ERROR, "cannot lock '%s': %s", m->path, strerror(errno));

@@ -26,8 +26,10 @@ struct al_memory;
 
 /*
  * Opens (creating if absent) the memory of the run in `run_dir`:
- * AL_ENOTFOUND if that directory does not exist. A handle is for one
- * process: its lock is the file's flock, which a forked child would share.
+ * AL_ENOTFOUND if that directory does not exist or the file is a symbolic
+ * link. A forked child may go on using its parent's handle: its first
+ * write opens the file again, as the lock (an flock) belongs to an open
+ * file, which parent and child would otherwise share.
  */
 int al_memory_open(struct al_memory **out, const char *run_dir);
 void al_memory_free(struct al_memory *m);

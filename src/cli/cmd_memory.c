@@ -1,4 +1,5 @@
 #include "ailoop/cli.h"
+#include "ailoop/fsutil.h"
 #include "ailoop/memory.h"
 #include "ailoop/util.h"
 
@@ -76,7 +77,7 @@ int cmd_memory(int argc, char **argv)
 				   "AILOOP_RUN_DIR is not set");
 	if (k < 2 && al_memory_check_key(argv[optind]) < 0)
 		return al_cli_fail(AL_EXIT_USAGE, "%s", al_errmsg());
-	if ((rc = al_memory_open(&m, run_dir)) == AL_ENOTFOUND)
+	if ((rc = al_memory_open(&m, run_dir)) == AL_ENOTFOUND && !al_dir_exists(run_dir))
 		return al_cli_fail(AL_EXIT_NOINPUT, "no run directory '%s' (AILOOP_RUN_DIR)",
 				   run_dir);
 	if (rc < 0)

@@ -88,6 +88,14 @@ AILOOP_RUN_DIR=$TEST_TMP/gone run "$AILOOP" memory list
 expect_rc 66 "a run directory that does not exist"
 expect_in "$err" "ailoop: error: no run directory '$TEST_TMP/gone' (AILOOP_RUN_DIR)" \
 	"a missing run directory is named"
+mkdir -p "$TEST_TMP/linked"
+printf 'precious\n' >"$TEST_TMP/victim"
+ln -s "$TEST_TMP/victim" "$TEST_TMP/linked/memory.jsonl"
+AILOOP_RUN_DIR=$TEST_TMP/linked run "$AILOOP" memory set k v
+expect_rc 66 "a linked memory file is refused"
+expect_in "$err" "ailoop: error: '$TEST_TMP/linked/memory.jsonl' is a symbolic link: the working \
+memory must be a file of the run's directory" "a linked memory file says why"
+expect_eq "$(cat "$TEST_TMP/victim")" "precious" "a linked memory file: its target is untouched"
 unset AILOOP_RUN_DIR
 
 # --- inside a run ----------------------------------------------------------
