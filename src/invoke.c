@@ -3,7 +3,6 @@
 #include "ailoop/md.h"
 #include "ailoop/util.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -196,7 +195,7 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	add_env(&call->env, &nenv, "AILOOP_NODE_ID", c->node->id);
 	add_env(&call->env, &nenv, "AILOOP_ITERATION", c->label);
 	add_env(&call->env, &nenv, "AILOOP_ROLE", al_role_names[c->role]);
-	add_env(&call->env, &nenv, "AILOOP_AGENT", a->path);
+	add_env(&call->env, &nenv, "AILOOP_AGENT", a->name ? a->name : a->path);
 	add_env(&call->env, &nenv, "AILOOP_ARTIFACTS", abs_dir);
 	add_env(&call->env, &nenv, "AILOOP_INPUT", abs_in);
 	add_env(&call->env, &nenv, "AILOOP_OUTPUT", abs_out);
@@ -271,7 +270,7 @@ static json_t *yaml_to_json(const struct al_val *v)
 static int remember_output(struct al_call *call)
 {
 	const struct al_call_ctx *c = call->ctx;
-	const char *who = c->agent->name ? c->agent->name : c->agent->path;
+	const char *who = c->agent->name ? c->agent->name : c->agent->path; /* = AILOOP_AGENT */
 	struct al_md md = AL_MD_INIT;
 	const struct al_val *map;
 	int rc = 0;

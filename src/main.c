@@ -56,7 +56,8 @@ const struct al_command al_commands[] = {
 	  "                   --json prints one JSON object\n"
 	  "A key is 1 to 256 bytes of UTF-8 without control characters. A VALUE that\n"
 	  "begins with '-' follows '--' (ailoop memory set n --json -- -1). Values that\n"
-	  "are not strings print as JSON. Any number of agents may write at once.\n\n"
+	  "are not strings print as JSON. Any number of agents may write at once; each\n"
+	  "entry names its writer, AILOOP_AGENT (set for agents) or 'ailoop memory'.\n\n"
 	  "exit status: 0 done; 1 get: the key has no value; 64 usage error (also a bad\n"
 	  "key or bad JSON, and outside a run: AILOOP_RUN_DIR not set); 66 the run\n"
 	  "directory does not exist; 70 the memory file cannot be read or written.\n" },

@@ -145,7 +145,7 @@ expect_eq "$(tr '\n' ' ' <"$MEMO_SEEN")" "fail fail fail " \
 expect_eq "$(jq -r 'select(.key == "last-fixed") | .value' "$mem" | tr '\n' ' ')" \
 	"item-1 item-2 item-3 " "ailoop memory set inside a run appends to memory.jsonl"
 expect_eq "$(jq -r 'select(.key == "last-fixed") | .agent' "$mem" | sort -u)" \
-	".ai-loop/agents/memo.md" "an agent's ailoop memory set names the agent"
+	"memo" "an agent's ailoop memory set names the agent"
 expect_eq "$(jq -r 'select(.key == "fixed-count") | "\(.value) \(.agent)"' "$mem" |
 	tr '\n' ' ')" "1 memo 2 memo 3 memo " "the output's memory map is written, by the agent's name"
 expect_eq "$(jq -c 'select(.key == "details") | .value' "$mem" | tail -n 1)" \
