@@ -210,4 +210,47 @@ expect_eq "$(jq -r .key "$rd/memory.jsonl" | sort -u | tr '\n' ' ')" \
 expect_in "$(cat "$rd/nodes/fix/logs/actuator.prompt.md")" \
 	"Empty memory: - sensors.scope.remaining: 1" "{memory-section} inline"
 
+# an agent sensor (through a runner): its status and its metrics map
+cd "$TEST_TMP"
+R3=$TEST_TMP/repo3
+loop_repo "$R3" item-1 item-2
+cat >"$R3/.ai-loop/agents/judge.md" <<'MD'
+---
+name: judge
+runner: sense
+---
+Judge the todo list.
+MD
+cat >"$R3/.ai-loop/agents/judge.sh" <<'SH'
+#!/bin/sh
+n=$(grep -c . todo.txt || true)
+[ "$n" -eq 0 ] && st=pass || st=fail
+printf -- '---\nstatus: %s\nmetrics:\n  left: %s\n  mood: "ok"\nmemory:\n  judged: yes\n---\n' \
+	"$st" "$n" >"$AILOOP_OUTPUT"
+SH
+cat >"$R3/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+runners:
+  sense: {command: [sh, .ai-loop/agents/judge.sh], prompt: stdin}
+flow:
+  id: fix
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/judge.md]
+  actuator: {agent: .ai-loop/agents/fixer.md}
+YAML
+commit_all "$R3"
+cd "$R3"
+run "$AILOOP" run "fix"
+expect_rc 0 "a run with an agent sensor"
+rd=$(ls -d .ai-loop/runs/run_*)
+expect_eq "$(jq -c 'select(.key | startswith("sensors.judge.")) | [.key, .value]' \
+	"$rd/memory.jsonl" | tr '\n' ' ')" \
+	'["sensors.judge.status","fail"] ["sensors.judge.left",2] ["sensors.judge.mood","ok"] '\
+'["sensors.judge.status","fail"] ["sensors.judge.left",1] ["sensors.judge.mood","ok"] '\
+'["sensors.judge.status","pass"] ["sensors.judge.left",0] ["sensors.judge.mood","ok"] ' \
+	"an agent sensor's status and metrics are written after each measurement"
+expect_eq "$(jq -c 'select(.key == "judged") | [.agent, .value]' "$rd/memory.jsonl" | sort -u)" \
+	'["judge",true]' "an agent sensor's memory map is written too"
+
 finish
