@@ -306,6 +306,18 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
+/* Whether the file at the path is no longer the one open. */
+static bool replaced(const struct al_memory *m)
+{
+	struct stat path, open;
+
+	if (fstat(m->fd, &open) < 0)
+		return true;
+	if (stat(m->path, &path) < 0)
+		return errno == ENOENT;
+	return path.st_ino != open.st_ino || path.st_dev != open.st_dev;
+}
+
 /* Appends `line` (ending in '\n') under the file's lock; indexes `key`. */
 static int append(struct al_memory *m, const char *line, size_t len, const char *key,
 		  json_t *value)
@@ -319,6 +331,12 @@ static int append(struct al_memory *m, const char *line, size_t len, const char 
 	/* a forked child would share the parent's lock: it takes its own */
 	if (m->pid != getpid() && (rc = open_file(m)) < 0)
 		return rc;
+	if (replaced(m)) { /* deleted, or another file put in its place: write that one */
+		if ((rc = open_file(m)) < 0)
+			return rc;
+		clear(m);
+		m->offset = 0;
+	}
 	while (flock(m->fd, LOCK_EX) < 0)
 		if (errno != EINTR)
 			return al_err(AL_ERROR, "cannot lock '%s': %s", m->path, strerror(errno));

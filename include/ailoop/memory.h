@@ -51,7 +51,9 @@ int al_memory_set(struct al_memory *m, const char *key, const char *value, bool 
 /*
  * The same with a jansson value (borrowed). AL_EINVALID (al_errmsg() says
  * why) for a key that al_memory_check_key() refuses or an entry longer
- * than AL_MEMORY_ENTRY_MAX; AL_ERROR if the file cannot be written.
+ * than AL_MEMORY_ENTRY_MAX; AL_ERROR if the file cannot be written. A
+ * file deleted (or replaced) since it was opened is made again (or the
+ * new one is used), and what the old one held is forgotten.
  */
 int al_memory_set_json(struct al_memory *m, const char *key, json_t *value, const char *agent,
 		       const char *knowledge_type);

@@ -291,6 +291,22 @@ Test(memory, section_of_many_entries_is_bounded)
 	al_memory_free(m);
 }
 
+Test(memory, a_deleted_file_is_made_again_by_the_next_write)
+{
+	struct al_memory *m = open_here(), *fresh;
+
+	cr_assert_eq(al_memory_set(m, "a", "1", false, NULL, NULL), 0);
+	cr_assert_eq(unlink(AL_MEMORY_FILE), 0);
+	cr_assert_eq(al_memory_set(m, "b", "2", false, NULL, NULL), 0);
+	cr_assert_null(al_memory_get(m, "a"), "what was deleted is forgotten");
+	cr_assert_str_eq(al_memory_get(m, "b"), "2");
+	fresh = open_here();
+	cr_assert_null(al_memory_get(fresh, "a"));
+	cr_assert_str_eq(al_memory_get(fresh, "b"), "2", "written to the file at the path");
+	al_memory_free(fresh);
+	al_memory_free(m);
+}
+
 Test(memory, missing_run_directory)
 {
 	struct al_memory *m = (struct al_memory *)1;
