@@ -44,6 +44,7 @@ struct al_call {
 	char *prompt_path;
 	int timeout_s;
 	struct al_progress *progress;
+	struct al_memory *memory; /* where the output's `memory:` map goes; may be NULL */
 };
 
 /* Builds prompt, argv and environment; writes the prompt file. */
@@ -51,7 +52,9 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 /*
  * After the process ended: writes its log, and its stdout as the output
  * file if it wrote none (unless keep_output). Returns AL_EAGENT (with a
- * message naming the agent and its log) if it failed or timed out.
+ * message naming the agent and its log) if it failed or timed out. An
+ * agent that succeeded and whose output's front matter has a `memory:`
+ * map has each of its entries written to working memory.
  */
 int al_call_finish(struct al_call *call);
 void al_call_release(struct al_call *call);
