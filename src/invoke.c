@@ -3,6 +3,7 @@
 #include "ailoop/md.h"
 #include "ailoop/util.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -366,4 +367,39 @@ int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_cal
 	if (rc < 0 && rc != AL_EINTR)
 		return rc;
 	return al_call_finish(call);
+}
+
+char *al_output_summary(const char *path, const char *fallback)
+{
+	struct al_md md = AL_MD_INIT;
+	const char *s = NULL, *p, *end;
+	char *out = NULL;
+
+	if (al_md_read(&md, path) == 0) {
+		s = al_md_str(&md, "summary");
+		for (p = md.body, end = md.body + md.body_len; !s && p < end;) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			const char *eol = nl ? nl : end, *q = p;
+
+			while (q < eol && isspace((unsigned char)*q))
+				q++;
+			if (q < eol && *q != '#' && strncmp(q, "---", 3) && strncmp(q, "```", 3)) {
+				out = al_strndup(q, (size_t)(eol - q));
+				break;
+			}
+			p = nl ? nl + 1 : end;
+		}
+	}
+	if (!out)
+		out = al_strdup(s ? s : fallback);
+	al_utf8_cut(out, 100); /* a commit subject, not the whole story */
+	al_md_release(&md);
+	if (!al_utf8_valid(out, strlen(out))) { /* it goes into YAML, JSON and git */
+		struct al_strbuf utf8 = AL_STRBUF_INIT;
+
+		al_utf8_repair(&utf8, out, strlen(out));
+		free(out);
+		out = al_strbuf_detach(&utf8, NULL);
+	}
+	return out;
 }

@@ -65,4 +65,11 @@ int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_cal
 /* The {sensors-section} of a node: each sensor's name, output and target. */
 void al_sensors_section(struct al_strbuf *out, const struct al_node *node, const char *dir);
 
+/*
+ * What an agent did, in one line for a commit subject: its output's
+ * front matter `summary`, else the first line of its body that is not a
+ * heading or a fence, else `fallback`; at most 100 characters, UTF-8.
+ */
+char *al_output_summary(const char *path, const char *fallback);
+
 #endif
