@@ -46,14 +46,15 @@ static const char *lookup(const struct al_cond_env *env, const char *key)
 {
 	if (env->lookup)
 		return env->lookup(env->lookup_data, key);
-	return env->memory ? al_memory_get(env->memory, key) : NULL;
+	/* refreshed once per evaluation (and after each command): see al_condition_eval */
+	return env->memory ? al_memory_peek(env->memory, key) : NULL;
 }
 
 static uint64_t memory_version(const struct al_cond_env *env)
 {
 	if (env->lookup)
 		return env->version ? env->version(env->lookup_data) : 0;
-	return env->memory ? al_memory_version(env->memory) : 0;
+	return env->memory ? al_memory_peek_version(env->memory) : 0;
 }
 
 /*
@@ -228,6 +229,8 @@ static int run_command(const struct al_condition *cond, const struct al_cond_env
 	}
 	al_strbuf_release(&at);
 	al_proc_result_release(&res);
+	if (!env->lookup && env->memory) /* the command may have written memory */
+		al_memory_refresh(env->memory);
 	return rc;
 }
 
@@ -415,8 +418,18 @@ static int cached_command(const struct al_condition *cond, const struct al_cond_
 
 /* ---- evaluation ---- */
 
+static int eval(const struct al_condition *cond, const struct al_cond_env *env, bool *result);
+
 int al_condition_eval(const struct al_condition *cond, const struct al_cond_env *env,
 		      bool *result)
+{
+	/* the memory as it is now, read once: each check is then an index lookup */
+	if (!env->lookup && env->memory)
+		al_memory_refresh(env->memory);
+	return eval(cond, env, result);
+}
+
+static int eval(const struct al_condition *cond, const struct al_cond_env *env, bool *result)
 {
 	bool status = false;
 	int rc;
@@ -424,7 +437,7 @@ int al_condition_eval(const struct al_condition *cond, const struct al_cond_env 
 	*result = false;
 	switch (cond->kind) {
 	case AL_COND_NOT:
-		if ((rc = al_condition_eval(cond->subs[0], env, result)) == 0)
+		if ((rc = eval(cond->subs[0], env, result)) == 0)
 			*result = !*result;
 		return rc;
 	case AL_COND_ALL:
@@ -432,7 +445,7 @@ int al_condition_eval(const struct al_condition *cond, const struct al_cond_env 
 		/* all: true until a false one; any: false until a true one */
 		*result = cond->kind == AL_COND_ALL;
 		for (size_t i = 0; i < cond->nsubs; i++) {
-			if ((rc = al_condition_eval(cond->subs[i], env, result)) < 0)
+			if ((rc = eval(cond->subs[i], env, result)) < 0)
 				return rc;
 			if (*result != (cond->kind == AL_COND_ALL))
 				break;

@@ -19,7 +19,6 @@
 struct entry {
 	char *key;
 	char *value;
-	uint64_t hash;
 	bool str;
 };
 
@@ -28,48 +27,21 @@ struct al_memory {
 	int fd;           /* O_RDWR | O_APPEND: reads with pread, appends whole lines */
 	pid_t pid;        /* the process that opened fd */
 	off_t offset;     /* end of the last complete line read into the index */
-	struct entry *slots; /* open addressing, linear probing; cap a power of two */
-	size_t n, cap;
+	struct al_strmap index; /* key -> struct entry, which owns the key */
 	struct al_strbuf buf; /* bytes read past `offset` */
 };
 
 /* --- the index ----------------------------------------------------------- */
 
-static struct entry *find_slot(struct entry *slots, size_t cap, const char *key, uint64_t hash)
-{
-	size_t i = (size_t)hash & (cap - 1);
-
-	while (slots[i].key && (slots[i].hash != hash || strcmp(slots[i].key, key)))
-		i = (i + 1) & (cap - 1);
-	return &slots[i];
-}
-
-static void grow(struct al_memory *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 64;
-	struct entry *slots = al_calloc(cap, sizeof(*slots));
-
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->slots[i].key)
-			*find_slot(slots, cap, m->slots[i].key, m->slots[i].hash) = m->slots[i];
-	free(m->slots);
-	m->slots = slots;
-	m->cap = cap;
-}
-
 /* Makes `value` (taken) the newest value of `key`. */
 static void put(struct al_memory *m, const char *key, char *value, bool str)
 {
-	uint64_t hash = al_hash(key, strlen(key));
-	struct entry *e;
+	struct entry *e = al_strmap_get(&m->index, key);
 
-	if ((m->n + 1) * 10 > m->cap * 7)
-		grow(m);
-	e = find_slot(m->slots, m->cap, key, hash);
-	if (!e->key) {
+	if (!e) {
+		e = al_calloc(1, sizeof(*e));
 		e->key = al_strdup(key);
-		e->hash = hash;
-		m->n++;
+		al_strmap_put(&m->index, e->key, e);
 	}
 	free(e->value);
 	e->value = value;
@@ -78,23 +50,21 @@ static void put(struct al_memory *m, const char *key, char *value, bool str)
 
 static const struct entry *lookup(const struct al_memory *m, const char *key)
 {
-	const struct entry *e;
-
-	if (!m->n)
-		return NULL;
-	e = find_slot(m->slots, m->cap, key, al_hash(key, strlen(key)));
-	return e->key ? e : NULL;
+	return al_strmap_get(&m->index, key);
 }
 
 static void clear(struct al_memory *m)
 {
-	for (size_t i = 0; i < m->cap; i++) {
-		free(m->slots[i].key);
-		free(m->slots[i].value);
+	for (size_t i = 0; i < m->index.cap; i++) {
+		struct entry *e = m->index.slots[i].val;
+
+		if (!e)
+			continue;
+		free(e->key);
+		free(e->value);
+		free(e);
 	}
-	free(m->slots);
-	m->slots = NULL;
-	m->n = m->cap = 0;
+	al_strmap_release(&m->index);
 }
 
 /* The text of a value: a string as itself, anything else as compact JSON. */
@@ -422,6 +392,23 @@ int al_memory_set(struct al_memory *m, const char *key, const char *value, bool 
 	return rc;
 }
 
+void al_memory_refresh(struct al_memory *m)
+{
+	catch_up(m);
+}
+
+const char *al_memory_peek(struct al_memory *m, const char *key)
+{
+	const struct entry *e = lookup(m, key);
+
+	return e ? e->value : NULL;
+}
+
+uint64_t al_memory_peek_version(const struct al_memory *m)
+{
+	return (uint64_t)m->offset;
+}
+
 uint64_t al_memory_version(struct al_memory *m)
 {
 	catch_up(m);
@@ -436,12 +423,12 @@ static int by_key(const void *a, const void *b)
 /* The entries in key order; caller frees the array (not the entries). */
 static const struct entry **sorted(struct al_memory *m)
 {
-	const struct entry **v = al_calloc(m->n + 1, sizeof(*v));
+	const struct entry **v = al_calloc(m->index.n + 1, sizeof(*v));
 	size_t k = 0;
 
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->slots[i].key)
-			v[k++] = &m->slots[i];
+	for (size_t i = 0; i < m->index.cap; i++)
+		if (m->index.slots[i].val)
+			v[k++] = m->index.slots[i].val;
 	qsort(v, k, sizeof(*v), by_key);
 	return v;
 }
@@ -453,7 +440,7 @@ void al_memory_each(struct al_memory *m, void (*fn)(const char *key, const char 
 
 	catch_up(m);
 	v = sorted(m);
-	for (size_t i = 0; i < m->n; i++)
+	for (size_t i = 0; i < m->index.n; i++)
 		fn(v[i]->key, v[i]->value, data);
 	free(v);
 }
@@ -461,7 +448,7 @@ void al_memory_each(struct al_memory *m, void (*fn)(const char *key, const char 
 size_t al_memory_count(struct al_memory *m)
 {
 	catch_up(m);
-	return m->n;
+	return m->index.n;
 }
 
 json_t *al_memory_object(struct al_memory *m)
@@ -471,7 +458,7 @@ json_t *al_memory_object(struct al_memory *m)
 
 	catch_up(m);
 	v = sorted(m);
-	for (size_t i = 0; i < m->n; i++) {
+	for (size_t i = 0; i < m->index.n; i++) {
 		json_t *val = v[i]->str ? json_string(v[i]->value)
 					: json_loads(v[i]->value, JSON_DECODE_ANY, NULL);
 
@@ -507,12 +494,12 @@ void al_memory_section(struct al_memory *m, struct al_strbuf *out)
 	size_t shown;
 
 	catch_up(m);
-	if (!m->n) {
+	if (!m->index.n) {
 		al_strbuf_adds(out, "(working memory is empty)\n");
 		return;
 	}
 	v = sorted(m);
-	shown = m->n < SECTION_ENTRIES_MAX ? m->n : SECTION_ENTRIES_MAX;
+	shown = m->index.n < SECTION_ENTRIES_MAX ? m->index.n : SECTION_ENTRIES_MAX;
 	for (size_t i = 0; i < shown; i++) {
 		al_strbuf_adds(out, "- ");
 		add_one_line(out, v[i]->key, AL_MEMORY_KEY_MAX);
@@ -520,11 +507,11 @@ void al_memory_section(struct al_memory *m, struct al_strbuf *out)
 		add_one_line(out, v[i]->value, SECTION_VALUE_MAX);
 		al_strbuf_addch(out, '\n');
 	}
-	if (shown < m->n)
+	if (shown < m->index.n)
 		al_strbuf_addf(out, "(%zu of %zu entries shown; `ailoop memory list` prints all, "
-			       "`ailoop memory get KEY` one in full)\n", shown, m->n);
+			       "`ailoop memory get KEY` one in full)\n", shown, m->index.n);
 	else
 		al_strbuf_addf(out, "(%zu entr%s; `ailoop memory get KEY` prints a value in full)\n",
-			       m->n, m->n == 1 ? "y" : "ies");
+			       m->index.n, m->index.n == 1 ? "y" : "ies");
 	free(v);
 }

@@ -42,6 +42,15 @@ void al_memory_free(struct al_memory *m);
 const char *al_memory_get(struct al_memory *m, const char *key);
 
 /*
+ * The same in two steps, for many lookups at one moment (a condition):
+ * al_memory_refresh() reads what other writers appended; al_memory_peek()
+ * is then a lookup in the index alone, without a system call.
+ */
+void al_memory_refresh(struct al_memory *m);
+const char *al_memory_peek(struct al_memory *m, const char *key);
+uint64_t al_memory_peek_version(const struct al_memory *m);
+
+/*
  * Appends an entry. `value` is JSON text when `json` (checked: AL_EINVALID
  * if it is not), else a string. `agent` and `knowledge_type` may be NULL
  * ("ailoop", "observation").

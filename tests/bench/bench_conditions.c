@@ -1,9 +1,9 @@
 /*
  * Condition evaluation at run time (issue 9's goal: 10,000 evaluations over
  * a memory of 100,000 keys in under 50 ms in total). The conditions are
- * read from YAML as a flow's are; memory is an index of 100,000 keys behind
- * the lookup callbacks of al_cond_env. A second figure is the cost of a
- * command condition answered from the cache.
+ * read from YAML as a flow's are; memory is a run's memory.jsonl of
+ * 100,000 keys, read through al_memory as a run reads it. A second figure
+ * is the cost of a command condition answered from the cache.
  *
  *   bench_conditions [EVALUATIONS]     prints the figures; exit 1 over budget
  */
@@ -14,6 +14,7 @@
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,29 +25,17 @@
 #define NCONDS 100
 #define BUDGET_MS 50.0
 
-/* Only so that it links while the library has no memory.c; never called. */
-__attribute__((weak)) const char *al_memory_get(struct al_memory *m, const char *key)
+/* One memory entry as the runner writes it. */
+static void entry(FILE *f, const char *key, const char *value)
 {
-	(void)m;
-	(void)key;
-	abort();
-}
+	json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "timestamp", "2026-11-23T00:00:00Z",
+			      "agent", "bench", "knowledge_type", "observation", "key", key,
+			      "value", value, "confidence", "verified");
+	char *line = json_dumps(e, JSON_COMPACT);
 
-__attribute__((weak)) uint64_t al_memory_version(struct al_memory *m)
-{
-	(void)m;
-	abort();
-}
-
-static const char *get(void *data, const char *key)
-{
-	return al_strmap_get(data, key);
-}
-
-static uint64_t version(void *data)
-{
-	(void)data;
-	return 1;
+	fprintf(f, "%s\n", line);
+	free(line);
+	json_decref(e);
 }
 
 /* The i-th of a mix of every kind of memory check, over keys spread across the memory. */
@@ -100,35 +89,44 @@ static int64_t now_ns(void)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 10000;
-	struct al_strmap map = AL_STRMAP_INIT;
 	struct al_diags diags = AL_DIAGS_INIT;
 	struct al_strbuf text = AL_STRBUF_INIT;
 	struct al_doc *doc;
 	struct al_check check = { &diags, NULL, 0 };
 	struct al_condition *conds[NCONDS], *cmd;
-	struct al_cond_env env = { .lookup = get, .version = version, .lookup_data = &map };
-	char **keys = al_calloc(2 * NKEYS + 2 * NCONDS, sizeof(*keys));
-	size_t nk = 0, truths = 0;
-	char dir[] = "/tmp/ailoop-bench.XXXXXX", *cache_path;
+	struct al_cond_env env = { 0 };
+	struct al_memory *memory;
+	size_t truths = 0;
+	char dir[] = "/tmp/ailoop-bench.XXXXXX", *cache_path, *memory_path, key[64], value[64];
+	FILE *f;
 	double ms, cached_ms;
 	bool result;
 	int64_t t0;
 
 	/* 100,000 keys: key.N and num.N, and sensors.sN.status / .failed */
+	if (!mkdtemp(dir))
+		return perror("bench: mkdtemp"), 2;
+	memory_path = al_xprintf("%s/%s", dir, AL_MEMORY_FILE);
+	if (!(f = fopen(memory_path, "w")))
+		return perror("bench: memory"), 2;
 	for (int i = 0; i < NKEYS; i++) {
-		keys[nk] = al_xprintf("key.%d", i);
-		al_strmap_put(&map, keys[nk], al_xprintf("value-%d", i));
-		nk++;
-		keys[nk] = al_xprintf("num.%d", i);
-		al_strmap_put(&map, keys[nk], al_xprintf("%d", i % 100));
-		nk++;
+		snprintf(key, sizeof(key), "key.%d", i);
+		snprintf(value, sizeof(value), "value-%d", i);
+		entry(f, key, value);
+		snprintf(key, sizeof(key), "num.%d", i);
+		snprintf(value, sizeof(value), "%d", i % 100);
+		entry(f, key, value);
 	}
 	for (int i = 0; i < NCONDS; i++) {
-		keys[nk] = al_xprintf("sensors.s%d.status", i);
-		al_strmap_put(&map, keys[nk++], al_strdup(i % 3 ? "pass" : "fail"));
-		keys[nk] = al_xprintf("sensors.s%d.failed", i);
-		al_strmap_put(&map, keys[nk++], al_strdup(i % 3 ? "0" : "2"));
+		snprintf(key, sizeof(key), "sensors.s%d.status", i);
+		entry(f, key, i % 3 ? "pass" : "fail");
+		snprintf(key, sizeof(key), "sensors.s%d.failed", i);
+		entry(f, key, i % 3 ? "0" : "2");
 	}
+	fclose(f);
+	if (al_memory_open(&memory, dir) < 0 || !al_memory_get(memory, "key.1"))
+		return fprintf(stderr, "bench: %s\n", al_errmsg()), 2;
+	env.memory = memory;
 
 	al_strbuf_adds(&text, "c:\n");
 	for (int i = 0; i < NCONDS; i++) {
@@ -155,8 +153,6 @@ int main(int argc, char **argv)
 	ms = ms_since(t0);
 
 	/* a command condition answered from the cache, after one real run */
-	if (!mkdtemp(dir))
-		return perror("bench: mkdtemp"), 2;
 	cache_path = al_xprintf("%s/%s", dir, AL_COND_CACHE_FILE);
 	if (al_cond_cache_open(&env.cache, cache_path) < 0)
 		return fprintf(stderr, "bench: %s\n", al_errmsg()), 2;
@@ -175,20 +171,17 @@ int main(int argc, char **argv)
 	       cached_ms, cached_ms * 1000 / (double)n);
 
 	al_cond_cache_free(env.cache);
+	al_memory_free(memory);
 	unlink(cache_path);
+	unlink(memory_path);
 	rmdir(dir);
 	free(cache_path);
+	free(memory_path);
 	for (int i = 0; i < NCONDS; i++)
 		al_condition_free(conds[i]);
 	al_condition_free(cmd);
 	al_doc_free(doc);
 	al_diags_release(&diags);
 	al_strbuf_release(&text);
-	for (size_t i = 0; i < map.cap; i++)
-		free(map.slots[i].val);
-	for (size_t i = 0; i < nk; i++)
-		free(keys[i]);
-	free(keys);
-	al_strmap_release(&map);
 	return n == 10000 && ms > BUDGET_MS;
 }
