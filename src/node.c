@@ -120,7 +120,7 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 	if (n->type == AL_NODE_LOOP)
 		al_progress_note(ex->progress, "ailoop: [%s] %s: loop starts (at most %d "
 				 "iterations)", nr->st.label, n->path, n->max_iterations);
-	else
+	else if (n->type != AL_NODE_ACTION) /* an action's step says it all */
 		al_progress_note(ex->progress, "ailoop: [%s] %s: %s starts", nr->st.label, n->path,
 				 al_node_type_name(n->type));
 	return rc;
