@@ -101,6 +101,31 @@ else
 	echo "skipped: man -l (no man)"
 fi
 
+# --- the README's runner presets: the command lines --dry-run shows ----------
+D=$TEST_TMP/presets
+new_repo "$D"
+mkdir -p "$D/.ai-loop/agents" "$TEST_TMP/stubs"
+runners="claude codex gemini aider opencode"
+{
+	printf 'version: 1\nflow:\n  id: all\n  type: sequence\n  children:\n'
+	for r in $runners; do
+		printf '    - {id: %s, type: action, skill: x, agent: .ai-loop/agents/%s.md}\n' "$r" "$r"
+		printf -- '---\nrunner: %s\nmodel: MODEL\ntools: TOOLS\ndisallowedTools: DISALLOWED\n---\n{task}\n' \
+			"$r" >"$D/.ai-loop/agents/$r.md"
+		printf '#!/bin/sh\nexit 0\n' >"$TEST_TMP/stubs/$r" && chmod +x "$TEST_TMP/stubs/$r"
+	done
+} >"$D/.ai-loop/flow.yaml"
+commit_all "$D"
+(cd "$D" && PATH=$TEST_TMP/stubs:$PATH run "$AILOOP" run --dry-run "x"
+	printf '%s\n' "$out" >"$TEST_TMP/dry-run")
+for r in $runners; do
+	line=$(sed -n "s/^ *\\$ \\($r .*\\)/\\1/p" "$TEST_TMP/dry-run" |
+		sed -e 's/ < <prompt>$//' -e "s/'<prompt-file>'/PROMPT-FILE/" -e "s/'\\(--[a-zA-Z]*=TOOLS\\)'/\\1/")
+	[ -n "$line" ] && pass || fail "--dry-run shows the $r preset's command line"
+	grep -qF "| \`$r\` | \`$line\` |" "$AILOOP_SRC/README.md" && pass ||
+		fail "README: the $r preset's command line is [$line]"
+done
+
 # --- bash completion ---------------------------------------------------------
 R=$TEST_TMP/repo
 loop_repo "$R" a b
