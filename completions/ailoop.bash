@@ -18,13 +18,13 @@ _ailoop_options()
 		grep -o -- '--[a-z][a-z-]*' | sort -u
 }
 
-# The directory holding .ai-loop, searched upwards from the current one,
-# as ailoop finds it.
+# The repository's root as ailoop finds it: the nearest directory upwards
+# that holds .ai-loop or .git.
 _ailoop_root()
 {
 	local dir=$PWD
 	while :; do
-		if [[ -d $dir/.ai-loop ]]; then
+		if [[ -d $dir/.ai-loop || -e $dir/.git ]]; then
 			printf '%s\n' "${dir:-/}"
 			return 0
 		fi

@@ -144,10 +144,10 @@ first=$(printf '%s\n' "$runs" | head -n 1)
 
 # complete_line FILE LINE: the completions FILE offers for LINE (its last
 # word, possibly empty, is the one completed), sorted, on one line; in a
-# subdirectory of the repository, $R/sub, with $BIN on the PATH
+# subdirectory of the repository, $R/sub (or $WHERE), with $BIN on the PATH
 BIN=$(dirname "$AILOOP")
 complete_line() {
-	(cd "$R/sub" && PATH=$BIN:$PATH bash -c '
+	(cd "${WHERE:-$R/sub}" && PATH=$BIN:$PATH bash -c '
 		. "$1" || exit 1
 		read -r -a COMP_WORDS <<<"$2"
 		[[ $2 == *" " ]] && COMP_WORDS+=("")
@@ -202,6 +202,9 @@ expect_eq "$(complete_line "$COMPLETION" "ailoop setup --template ")" "$template
 printf 'x\n' >"$R/sub/flow-x.yaml"
 expect_eq "$(complete_line "$COMPLETION" "ailoop validate --flow flow-")" "flow-x.yaml" \
 	"completion: --flow offers files"
+git init -q "$R/sub/inner"
+expect_eq "$(WHERE=$R/sub/inner complete_line "$COMPLETION" "ailoop status ")" "" \
+	"completion: a repository inside the repository has its own runs, as for ailoop"
 outside=$(cd "$TEST_TMP" && PATH=$BIN:$PATH bash -c '. "$1"; COMP_WORDS=(ailoop status ""); COMP_CWORD=2
 	_ailoop; echo "${#COMPREPLY[@]}"' sh "$COMPLETION")
 expect_eq "$outside" "0" "completion: no run ids outside a repository with .ai-loop"
