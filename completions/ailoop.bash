@@ -14,7 +14,7 @@ _ailoop_commands()
 
 _ailoop_options()
 {
-	"$1" help "$2" 2>/dev/null | awk 'NR == 1 || /^ {10}/ { print } /^$/ { exit }' |
+	"$1" help "$2" 2>/dev/null | awk 'NR == 1 || /^          / { print } /^$/ { exit }' |
 		grep -o -- '--[a-z][a-z-]*' | sort -u
 }
 

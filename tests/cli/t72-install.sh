@@ -15,7 +15,7 @@ commands=$("$AILOOP" --help | awk '/^commands:/{on=1; next} on && /^$/{exit} on{
 
 # options_of CMD: every --option in `ailoop help CMD`'s usage line(s)
 options_of() {
-	"$AILOOP" help "$1" | awk 'NR == 1 || /^ {10}/ {print} /^$/{exit}' |
+	"$AILOOP" help "$1" | awk 'NR == 1 || /^          / {print} /^$/{exit}' |
 		grep -o -- '--[a-z][a-z-]*' | sort -u
 }
 
