@@ -33,32 +33,55 @@ _ailoop_root()
 	done
 }
 
+# The ai-loop/ branches, where ailoop also finds runs whose branch is not
+# checked out.
+_ailoop_run_branches()
+{
+	git -C "$1" for-each-ref --format='%(refname:short)' refs/heads/ai-loop/ 2>/dev/null
+}
+
+# The run ids of the work tree and of the ai-loop/ branches, oldest first.
 _ailoop_runs()
 {
-	local root run
+	local root run branch
 	root=$(_ailoop_root) || return 0
-	for run in "$root"/.ai-loop/runs/run_*/; do
-		[[ -d $run ]] || continue
-		run=${run%/}
-		printf '%s\n' "${run##*/}"
-	done
+	{
+		for run in "$root"/.ai-loop/runs/run_*/; do
+			[[ -d $run ]] || continue
+			run=${run%/}
+			printf '%s\n' "${run##*/}"
+		done
+		while IFS= read -r branch; do
+			git -C "$root" ls-tree --name-only "refs/heads/$branch" .ai-loop/runs/ 2>/dev/null |
+				sed -n 's|^\.ai-loop/runs/\(run_[^/]*\)$|\1|p'
+		done < <(_ailoop_run_branches "$root")
+	} | LC_ALL=C sort -u -t _ -k 2,2n -k 3,3n
 }
 
 # _ailoop_nodes RUN-ID: the node paths of that run (of the newest run if
-# RUN-ID is empty): the directories under its nodes/, without logs/.
+# RUN-ID is empty): the directories under its nodes/ but logs/, in the
+# work tree or else on the ai-loop/ branch that holds the run.
 _ailoop_nodes()
 {
-	local root run=$1 nodes dir
+	local root run=$1 nodes dir branch prefix
 	root=$(_ailoop_root) || return 0
 	if [[ -z $run ]]; then
-		run=$(_ailoop_runs | LC_ALL=C sort | tail -n 1)
+		run=$(_ailoop_runs | tail -n 1)
 		[[ -n $run ]] || return 0
 	fi
 	nodes=$root/.ai-loop/runs/$run/nodes
-	[[ -d $nodes ]] || return 0
-	while IFS= read -r dir; do
-		printf '%s\n' "${dir#"$nodes"/}"
-	done < <(find "$nodes" -mindepth 1 -type d ! -name logs 2>/dev/null)
+	if [[ -f $root/.ai-loop/runs/$run/run-state.md && -d $nodes ]]; then
+		while IFS= read -r dir; do
+			printf '%s\n' "${dir#"$nodes"/}"
+		done < <(find "$nodes" -mindepth 1 -type d ! -name logs 2>/dev/null)
+		return 0
+	fi
+	prefix=.ai-loop/runs/$run/nodes/
+	while IFS= read -r branch; do
+		while IFS= read -r dir; do
+			[[ $dir == "$prefix"* && $dir != */logs ]] && printf '%s\n' "${dir#"$prefix"}"
+		done < <(git -C "$root" ls-tree -r -d --name-only "refs/heads/$branch" "$prefix" 2>/dev/null)
+	done < <(_ailoop_run_branches "$root") | LC_ALL=C sort -u
 }
 
 # Flow template names: the flows/ beside this file in the source tree, or

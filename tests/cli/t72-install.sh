@@ -202,6 +202,14 @@ expect_eq "$(complete_line "$COMPLETION" "ailoop setup --template ")" "$template
 printf 'x\n' >"$R/sub/flow-x.yaml"
 expect_eq "$(complete_line "$COMPLETION" "ailoop validate --flow flow-")" "flow-x.yaml" \
 	"completion: --flow offers files"
+# runs whose branches are not checked out, as `ailoop status RUN-ID` finds them
+git -C "$R" checkout -q main && rm -rf "$R/.ai-loop/runs"
+expect_eq "$(complete_line "$COMPLETION" "ailoop status ")" "$(echo "$runs" | sorted)" \
+	"completion: the run ids on ai-loop/ branches not checked out"
+expect_eq "$(complete_line "$COMPLETION" "ailoop log $first --node ")" "outer outer/inner" \
+	"completion: log --node of a run on a branch not checked out"
+expect_eq "$(complete_line "$COMPLETION" "ailoop log --node ")" "fix" \
+	"completion: log --node of the newest run, on a branch not checked out"
 git init -q "$R/sub/inner"
 expect_eq "$(WHERE=$R/sub/inner complete_line "$COMPLETION" "ailoop status ")" "" \
 	"completion: a repository inside the repository has its own runs, as for ailoop"
