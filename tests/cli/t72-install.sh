@@ -56,6 +56,7 @@ for cmd in $commands; do
 		expect_in "$body" "$opt" "man page: 'ailoop $cmd' documents $opt"
 	done
 done
+expect_in "$(head -n 1 "$MAN")" "\"ailoop $version\"" "man page: its title names the project's version"
 synopsis=$(section SYNOPSIS)
 for cmd in $commands help; do
 	expect_in "$synopsis" "ailoop $cmd" "man page synopsis shows 'ailoop $cmd'"
