@@ -799,7 +799,7 @@ static void ask_level(struct setup *s, int lv, bool *eof)
 	memset(&l->sensors, 0, sizeof(l->sensors));
 	if (l->has_sensors || s->test_command) {
 		fprintf(stderr, "  sensors of '%s' (Enter keeps each; '-' as a name drops one):\n", l->id);
-		for (size_t i = 0; i <= old.n; i++) {
+		for (size_t i = 0;; i++) {
 			const struct sensor *x = i < old.n ? &old.v[i] : NULL;
 			char *name, *cmd = NULL, *target = NULL;
 
@@ -1134,6 +1134,19 @@ int cmd_setup(int argc, char **argv)
 		goto done;
 	}
 	tty = !yes && isatty(STDIN_FILENO) && isatty(STDERR_FILENO);
+	if ((code = al_cli_enter_repo()))
+		goto done;
+	detect(&s.detected);
+	if (s.detected.n) {
+		fprintf(stderr, "detected test command%s:", s.detected.n == 1 ? "" : "s");
+		for (size_t i = 0; i < s.detected.n; i++)
+			fprintf(stderr, "%s %s", i ? "," : "", s.detected.v[i].command);
+		fputc('\n', stderr);
+	} else if (!given.n) {
+		fprintf(stderr, "no test command detected (no Makefile with a test or check target, "
+			"CMakeLists.txt, package.json, Cargo.toml, go.mod, pyproject.toml, pom.xml, "
+			"build.gradle, Gemfile or mix.exs here or one directory down)\n");
+	}
 	if (!template_arg && levels)
 		template_arg = levels == 1 ? "single" : levels == 2 ? "nested" : "three-level";
 	if (!template_arg && tty) {
@@ -1159,10 +1172,7 @@ int cmd_setup(int argc, char **argv)
 				   s.nlevels == 1 ? "" : "s");
 		goto done;
 	}
-	if ((code = al_cli_enter_repo()))
-		goto done;
 	s.runner = al_strdup(runner_arg ? runner_arg : "claude");
-	detect(&s.detected);
 	if (s.test_command)
 		s.levels[0].slot = true;
 	for (int lv = 0; lv < s.nlevels; lv++) {
@@ -1173,16 +1183,6 @@ int cmd_setup(int argc, char **argv)
 		if (l->slot)
 			sensors_copy(&l->sensors, given.n ? &given : &s.detected);
 		sensors_copy(&l->sensors, &l->fixed);
-	}
-	if (s.detected.n) {
-		fprintf(stderr, "detected test command%s:", s.detected.n == 1 ? "" : "s");
-		for (size_t i = 0; i < s.detected.n; i++)
-			fprintf(stderr, "%s %s", i ? "," : "", s.detected.v[i].command);
-		fputc('\n', stderr);
-	} else if (!given.n) {
-		fprintf(stderr, "no test command detected (no Makefile with a test or check target, "
-			"CMakeLists.txt, package.json, Cargo.toml, go.mod, pyproject.toml, pom.xml, "
-			"build.gradle, Gemfile or mix.exs here or one directory down)\n");
 	}
 	if (tty) {
 		char *a;
