@@ -125,9 +125,11 @@ static bool valid_id(const char *s)
 	return true;
 }
 
-/* Text on one line: no control characters (a tab is fine). */
+/* UTF-8 text on one line: no control characters (a tab is fine). */
 static bool one_line(const char *s)
 {
+	if (!al_utf8_valid(s, strlen(s)))
+		return false;
 	for (; *s; s++)
 		if ((unsigned char)*s < 0x20 && *s != '\t')
 			return false;
@@ -827,14 +829,20 @@ static void ask_level(struct setup *s, int lv, bool *eof)
 				continue;
 			}
 			while (!cmd || !*cmd || !one_line(cmd)) {
+				if (cmd)
+					fprintf(stderr, "  a command is one line of UTF-8 text\n");
 				free(cmd);
 				cmd = ask(eof, x ? x->command : "", "  command of '%s'", name);
 				if (*eof && !*cmd)
 					break;
 			}
-			if (*cmd)
+			while (*cmd && (!target || !one_line(target))) {
+				if (target)
+					fprintf(stderr, "  a target is one line of UTF-8 text\n");
+				free(target);
 				target = ask(eof, x && x->target ? x->target : SENSOR_TARGET,
 					     "  target of '%s'", name);
+			}
 			if (*cmd)
 				sensors_add(&l->sensors, name, cmd, target, NULL);
 			free(name);
@@ -1092,7 +1100,7 @@ int cmd_setup(int argc, char **argv)
 			}
 			if (!one_line(eq + 1)) {
 				code = al_cli_fail(AL_EXIT_USAGE, "--sensor '%s': the command must be one "
-						   "line", optarg);
+						   "line of UTF-8 text", optarg);
 				goto done;
 			}
 			sensors_add(&given, optarg, eq + 1, SENSOR_TARGET, NULL);

@@ -216,7 +216,8 @@ bad "a sensor without =" "ailoop: error: --sensor 'tests': give NAME=COMMAND" --
 bad "a sensor without a command" "ailoop: error: --sensor 'tests= ': give NAME=COMMAND" --sensor 'tests= '
 bad "a sensor without a name" "ailoop: error: --sensor '=make': give NAME=COMMAND" --sensor =make
 bad "a sensor with a bad name" "ailoop: error: --sensor: name 'a b' must be letters, digits, '_' and '-'" --sensor 'a b=make'
-bad "a command of two lines" "ailoop: error: --sensor 't': the command must be one line" --sensor $'t=make\nrm -rf /'
+bad "a command of two lines" "ailoop: error: --sensor 't': the command must be one line of UTF-8 text" --sensor $'t=make\nrm -rf /'
+bad "a command that is not UTF-8" "ailoop: error: --sensor 't': the command must be one line of UTF-8 text" --sensor $'t=echo \xff'
 bad "--levels 0" "ailoop: error: --levels '0': give 1, 2 or 3" --levels 0
 bad "--levels 4" "ailoop: error: --levels '4': give 1, 2 or 3" --levels 4
 bad "--levels x" "ailoop: error: --levels 'x': give 1, 2 or 3" --levels x

@@ -52,7 +52,7 @@ project "$TEST_TMP/answers"
 answers=(
 	5 2                   # levels: 5 is refused
 	"bad id" outer        # level 1 id
-	unit "make unit" "unit tests pass"  # replaces the detected sensor
+	unit $'make\xff' "make unit" $'\xfe' "unit tests pass"  # replaces the detected sensor
 	unit2 "make unit"     # the same command twice
 	""                    # target of unit2: the default
 	""                    # no more sensors
@@ -71,6 +71,8 @@ expect_in "$out" "  give 1, 2 or 3" "a bad number of levels is asked again"
 expect_in "$out" "  an id is letters, digits, '_' and '-'" "a bad id is asked again"
 expect_in "$out" "  a number from 1 to 1000" "bad iterations are asked again"
 expect_in "$out" "  unknown runner 'gpt'" "an unknown runner is asked again"
+expect_in "$out" "  a command is one line of UTF-8 text" "a command that is not UTF-8 is asked again"
+expect_in "$out" "  a target is one line of UTF-8 text" "a target that is not UTF-8 is asked again"
 expect_in "$out" "ailoop: warning: sensors 'unit' and 'unit2' of level 'outer' run the same command 'make unit'" \
 	"the same command twice is warned about"
 expect_in "$out" "ailoop: warning: sensor 'unit' of level 'outer' is repeated in its child 'inner': it runs in both loops" \
