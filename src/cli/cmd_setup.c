@@ -562,36 +562,46 @@ static void render_sensor(const struct sensor *x, struct al_strbuf *out)
 	}
 }
 
+static bool out_has(const struct out_files *o, const char *path)
+{
+	for (size_t k = 0; k < o->n; k++)
+		if (!strcmp(o->v[k].path, path))
+			return true;
+	return false;
+}
+
+/*
+ * Every file setup writes: the flow, its command sensors, then the agents
+ * of the templates (a command sensor named like one, say `review`, takes
+ * its place: the checks made sure the flow does not use both).
+ */
 static void render(const struct setup *s, struct out_files *o)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
 
 	render_flow(s, &sb);
 	out_add(o, ".ai-loop/flow.yaml", &sb);
+	for (int lv = 0; lv < s->nlevels && !s->test_command; lv++)
+		for (size_t i = 0; i < s->levels[lv].sensors.n; i++) {
+			const struct sensor *x = &s->levels[lv].sensors.v[i];
+
+			if (!x->command || out_has(o, x->agent))
+				continue;
+			render_sensor(x, &sb);
+			out_add(o, x->agent, &sb);
+		}
 	for (const struct al_template *t = al_templates; t->path; t++) {
 		char *path;
 
 		if (!al_starts_with(t->path, "agents/") || !strcmp(t->path, "agents/loop-sensor-tests.md"))
 			continue;
 		path = al_xprintf(".ai-loop/%s", t->path);
-		al_strbuf_add(&sb, t->text, t->len);
-		out_add(o, path, &sb);
+		if (!out_has(o, path)) {
+			al_strbuf_add(&sb, t->text, t->len);
+			out_add(o, path, &sb);
+		}
 		free(path);
 	}
-	for (int lv = 0; lv < s->nlevels && !s->test_command; lv++)
-		for (size_t i = 0; i < s->levels[lv].sensors.n; i++) {
-			const struct sensor *x = &s->levels[lv].sensors.v[i];
-			bool seen = false;
-
-			if (!x->command)
-				continue;
-			for (size_t k = 0; k < o->n; k++)
-				seen |= !strcmp(o->v[k].path, x->agent);
-			if (seen)
-				continue;
-			render_sensor(x, &sb);
-			out_add(o, x->agent, &sb);
-		}
 	out_add(o, ".ai-loop/runs/.gitkeep", &sb);
 }
 

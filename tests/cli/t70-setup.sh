@@ -131,6 +131,17 @@ expect_rc 0 "the flow of every flag validates"
 run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run --dry-run --allow-dirty "x"
 expect_in "$out" "\$ sh -c 'sh -c '\\''exit 0'\\'' # it'\\''s fine'" "the quoted command runs as given"
 
+# A sensor named like a template's agent (review) is that sensor's file.
+R=$TEST_TMP/named-review
+new_repo "$R"
+cd "$R"
+run "$AILOOP" setup --sensor review='make review'
+expect_rc 0 "a command sensor named review"
+expect_in "$(cat .ai-loop/agents/loop-sensor-review.md)" "command: 'make review'" \
+	"the command sensor named review is written, not the LLM reviewer"
+run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run --dry-run --allow-dirty "x"
+expect_in "$out" "\$ sh -c 'make review'" "the flow runs the command sensor named review"
+
 # A level's sensor repeated in its child is warned about; so is a command twice.
 R=$TEST_TMP/overlap
 new_repo "$R"
