@@ -1,4 +1,5 @@
 #include "ailoop/cli.h"
+#include "ailoop/detect.h"
 #include "ailoop/diag.h"
 #include "ailoop/flow.h"
 #include "ailoop/fsutil.h"
@@ -8,7 +9,6 @@
 #include "ailoop/templates.h"
 #include "ailoop/util.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <limits.h>
@@ -185,191 +185,15 @@ static void setup_release(struct setup *s)
 	sensors_release(&s->detected);
 }
 
-/* ---- detection ---------------------------------------------------------- */
-
-/* Whether the Makefile `path` has a rule for `target` at the start of a line. */
-static bool make_has(const char *path, const char *target)
-{
-	struct al_strbuf sb = AL_STRBUF_INIT;
-	size_t tl = strlen(target);
-	bool found = false;
-
-	if (al_strbuf_read_file(&sb, path, 1 << 20) < 0)
-		return false;
-	for (const char *p = sb.buf; p && *p && !found; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (strncmp(p, target, tl))
-			continue;
-		const char *q = p + tl;
-
-		q += strspn(q, " \t");
-		found = *q == ':' && q[1] != '=';
-	}
-	al_strbuf_release(&sb);
-	return found;
-}
-
-static bool has_file(const char *dir, const char *name)
-{
-	char *p = al_xprintf("%s%s", dir, name);
-	bool found = al_file_exists(p);
-
-	free(p);
-	return found;
-}
-
-struct found {
-	const char *tool;
-	char *command;
-};
-
-/* The test commands of the project in `dir` ("" or "sub/"), to run from the root. */
-static size_t detect_dir(const char *dir, struct found *f, size_t max)
-{
-	static const struct {
-		const char *file, *tool, *command;
-	} kinds[] = {
-		{ "CMakeLists.txt", "ctest", "ctest --test-dir build" },
-		{ "package.json", "npm", "npm test" },
-		{ "Cargo.toml", "cargo", "cargo test" },
-		{ "go.mod", "go", "go test ./..." },
-		{ "pyproject.toml", "pytest", "pytest" },
-		{ "setup.py", "pytest", "pytest" },
-		{ "pytest.ini", "pytest", "pytest" },
-		{ "pom.xml", "mvn", "mvn test" },
-		{ "build.gradle", "gradle", "gradle test" },
-		{ "build.gradle.kts", "gradle", "gradle test" },
-		{ "Gemfile", "rspec", "bundle exec rspec" },
-		{ "mix.exs", "mix", "mix test" },
-	};
-	size_t n = 0;
-	char *mk = al_xprintf("%sMakefile", dir);
-	const char *make = NULL;
-
-	if (al_file_exists(mk))
-		make = make_has(mk, "test") ? "make test" : make_has(mk, "check") ? "make check" : NULL;
-	free(mk);
-	if (make && n < max)
-		f[n++] = (struct found){ "make", al_strdup(make) };
-	for (size_t k = 0; k < AL_ARRAY_SIZE(kinds) && n < max; k++) {
-		bool dup = false;
-
-		if (!has_file(dir, kinds[k].file))
-			continue;
-		for (size_t i = 0; i < n; i++)
-			dup |= !strcmp(f[i].tool, kinds[k].tool);
-		if (!dup)
-			f[n++] = (struct found){ kinds[k].tool, al_strdup(kinds[k].command) };
-	}
-	if (*dir)
-		for (size_t i = 0; i < n; i++) {
-			char *c = al_xprintf("cd %.*s && %s", (int)strlen(dir) - 1, dir, f[i].command);
-
-			free(f[i].command);
-			f[i].command = c;
-		}
-	return n;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* A sensor name from a directory name: letters, digits, '_' and '-'. */
-static char *name_part(const char *s)
-{
-	char *n = al_strdup(s);
-
-	for (char *p = n; *p; p++)
-		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
-			*p = '-';
-	return n;
-}
-
-static bool sensors_has_name(const struct sensors *s, const char *name)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (!strcmp(s->v[i].name, name))
-			return true;
-	return false;
-}
-
-/*
- * The root's test commands and those of each directory one level down (a
- * monorepo). One found in all is called "tests"; otherwise each is named
- * after its directory and tool.
- */
+/* The project's test commands (al_detect_tests) as sensors. */
 static void detect(struct sensors *out)
 {
-	static const char *const skip[] = { "node_modules", "build", "target", "vendor", "dist" };
-	struct found f[64];
-	const char *dirs_of[64];
-	size_t n = 0;
-	char **subs = NULL;
-	size_t nsubs = 0, asubs = 0;
-	DIR *d = opendir(".");
-	struct dirent *e;
+	struct al_test_cmds found = { 0 };
 
-	n = detect_dir("", f, AL_ARRAY_SIZE(f));
-	for (size_t i = 0; i < n; i++)
-		dirs_of[i] = "";
-	while (d && (e = readdir(d))) {
-		struct stat st;
-		bool skipped = e->d_name[0] == '.';
-
-		for (size_t k = 0; k < AL_ARRAY_SIZE(skip); k++)
-			skipped |= !strcmp(e->d_name, skip[k]);
-		if (skipped || stat(e->d_name, &st) < 0 || !S_ISDIR(st.st_mode))
-			continue;
-		if (nsubs == asubs) {
-			asubs = asubs ? 2 * asubs : 16;
-			subs = al_realloc(subs, asubs * sizeof(*subs));
-		}
-		subs[nsubs++] = al_strdup(e->d_name);
-	}
-	if (d)
-		closedir(d);
-	if (nsubs)
-		qsort(subs, nsubs, sizeof(*subs), cmp_str);
-	for (size_t i = 0; i < nsubs && n < AL_ARRAY_SIZE(f); i++) {
-		char *dir = al_xprintf("%s/", subs[i]);
-		size_t k = detect_dir(dir, f + n, AL_ARRAY_SIZE(f) - n);
-
-		for (size_t j = 0; j < k; j++)
-			dirs_of[n + j] = subs[i];
-		n += k;
-		free(dir);
-	}
-	for (size_t i = 0; i < n; i++) {
-		char *base, *name;
-
-		if (n == 1)
-			base = al_strdup("tests");
-		else if (!*dirs_of[i])
-			base = al_strdup(f[i].tool);
-		else {
-			char *part = name_part(dirs_of[i]);
-			size_t same = 0;
-
-			for (size_t j = 0; j < n; j++)
-				same += dirs_of[j] == dirs_of[i];
-			base = same > 1 ? al_xprintf("%s-%s", part, f[i].tool) : al_strdup(part);
-			free(part);
-		}
-		name = al_strdup(base);
-		for (int k = 2; sensors_has_name(out, name) || !valid_id(name); k++) {
-			free(name);
-			name = al_xprintf("%s-%d", valid_id(base) ? base : "tests", k);
-		}
-		sensors_add(out, name, f[i].command, SENSOR_TARGET, NULL);
-		free(name);
-		free(base);
-		free(f[i].command);
-	}
-	for (size_t i = 0; i < nsubs; i++)
-		free(subs[i]);
-	free(subs);
+	al_detect_tests(&found);
+	for (size_t i = 0; i < found.n; i++)
+		sensors_add(out, found.v[i].name, found.v[i].command, SENSOR_TARGET, NULL);
+	al_test_cmds_release(&found);
 }
 
 /* ---- the template ------------------------------------------------------- */
@@ -432,32 +256,34 @@ static void read_template(struct setup *s)
 				s->levels[lv - 1].max_iterations = atoi(val);
 			} else if ((lv = level_of(what, wl, "sensors"))) {
 				struct level *l = &s->levels[lv - 1];
-				char *list = val, *tok, *save = NULL;
+				const char *q = val + (*val == '[');
 
 				l->has_sensors = true;
-				if (*list == '[')
-					list++;
-				for (tok = strtok_r(list, ",]", &save); tok;
-				     tok = strtok_r(NULL, ",]", &save)) {
-					char *t = tok + strspn(tok, " ");
+				while (*q && *q != ']') {
+					size_t tl;
+					char *t, *name;
 					const char *slash;
 
-					t[strcspn(t, " ")] = '\0';
-					if (!*t)
+					q += strspn(q, " ,");
+					tl = strcspn(q, " ,]");
+					if (!tl)
 						continue;
+					t = al_strndup(q, tl);
+					q += tl;
 					if (!strcmp(t, TESTS_SLOT)) {
 						l->slot = true;
+						free(t);
 						continue;
 					}
 					slash = strrchr(t, '/');
-					char *name = al_strdup(slash ? slash + 1 : t);
-
+					name = al_strdup(slash ? slash + 1 : t);
 					if (al_starts_with(name, "loop-sensor-"))
 						memmove(name, name + 12, strlen(name + 12) + 1);
 					if (al_ends_with(name, ".md"))
 						name[strlen(name) - 3] = '\0';
 					sensors_add(&l->fixed, name, NULL, NULL, t);
 					free(name);
+					free(t);
 				}
 			} else if (wl == 12 && !strncmp(what, "test-command", 12)) {
 				s->test_command = true;
