@@ -308,4 +308,34 @@ expect_in "$sensor_out" "1 passed, 0 failed" "the sensor output holds the test o
 run "$AILOOP" setup --template demo --max-iterations 3
 expect_in "$out" "Kept      .ai-loop/agents/loop-actuator.md" "setup keeps the replaced actuator"
 
+# The reactree-tdd flow runs too: a test is written, the tests fail, the
+# code is fixed, and the loop ends when the detected test command passes.
+R=$TEST_TMP/e2e-reactree
+new_repo "$R"
+printf 'test:\n\t@sh check.sh\n' >"$R/Makefile"
+echo 'grep -q fixed code.txt' >"$R/check.sh"
+echo broken >"$R/code.txt"
+cd "$R"
+run "$AILOOP" setup --template reactree-tdd --max-iterations 3
+expect_rc 0 "setup of reactree-tdd"
+cat >.ai-loop/agents/loop-actuator.md <<'MD'
+---
+name: loop-actuator
+command: "echo fixed >code.txt && echo 'fixed code.txt' >\"$AILOOP_OUTPUT\""
+---
+MD
+cat >.ai-loop/agents/action.md <<'MD'
+---
+name: action
+command: "echo 'a test' >>tests.txt && echo 'wrote a test' >\"$AILOOP_OUTPUT\""
+---
+MD
+git add -A && git commit -qm "ailoop setup"
+run "$AILOOP" run "fix the code"
+expect_rc 0 "the reactree-tdd flow setup wrote converges"
+expect_in "$err" "tdd/green: \$ make test: false" "the conditional runs the detected test command"
+expect_eq "$(git log --format=%s -3 | tac | tr '\n' '|')" \
+	"ai-loop[tdd > red]: iteration 1 — wrote a test|ai-loop[tdd > green > implement]: iteration 1 — fixed code.txt|ai-loop[tdd]: iteration 1 — exit condition met after 1 iteration|" \
+	"red, then green, then the loop ends"
+
 finish
