@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# A parallel node killed (SIGKILL) or interrupted (SIGINT) while its
+# children run: one `ailoop resume` runs again only the children that had
+# not finished, stops what the killed run left running, and ends with the
+# same commits (the children's in any order) and the same tree as a run
+# that was never stopped. A child stopped by a threshold stays skipped.
+. "$(dirname "$0")/lib.sh"
+
+export TRAIL RENDEZVOUS PIDS GATE=$TEST_TMP/gate
+
+# par_repo NAME: before, then a parallel node of two quick actions, one
+# that waits while $GATE exists and a sensor-form loop, then after
+par_repo() {
+	R=$TEST_TMP/$1
+	TRAIL=$TEST_TMP/$1.trail RENDEZVOUS=$TEST_TMP/$1.rv PIDS=$TEST_TMP/$1.pids
+	mkdir -p "$RENDEZVOUS"
+	loop_repo "$R" one two
+	cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: main
+  type: sequence
+  children:
+    - {id: before, skill: before, agent: .ai-loop/agents/step.md}
+    - id: par
+      type: parallel
+      children:
+        - {id: quick-a, skill: quick-a, agent: .ai-loop/agents/step.md}
+        - {id: quick-b, skill: quick-b, agent: .ai-loop/agents/step.md}
+        - {id: gated, skill: gate-g, agent: .ai-loop/agents/step.md}
+        - id: fix
+          type: loop
+          controller: builtin:all-pass
+          sensors: [.ai-loop/agents/sensor.md]
+          actuator: {strategy: direct, agent: .ai-loop/agents/fixer.md}
+    - {id: after, skill: after, agent: .ai-loop/agents/step.md}
+YAML
+	commit_all "$R"
+	cd "$R"
+}
+
+sorted_triples() { triples "$R" | sort; }
+times_ran() { grep -cx "$1" "$TRAIL"; }
+
+# starts the run in the background with the gate closed, and waits until
+# every child but the gated one has committed
+start_gated() {
+	touch "$GATE"
+	"$AILOOP" run "in parallel" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+	pid=$!
+	local i=0
+	until [ "$(triples "$R" | grep -c -e 'par/quick-. complete' -e 'par/fix complete')" = 3 ] &&
+		[ -s "$PIDS" ] || [ $i -ge 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ $i -lt 200 ] && pass || fail "the children did not get going: $(cat "$TEST_TMP/err")"
+}
+
+# the reference: never stopped
+par_repo reference
+run "$AILOOP" run "in parallel"
+expect_rc 0 "reference run"
+ref_triples=$(sorted_triples)
+ref_tree=$(code_tree "$R")
+expect_eq "$(triples "$R" | tail -2 | tr '\n' ',')" "0 main/after complete,0 main complete," \
+	"after the parallel node, the sequence goes on"
+
+# --- SIGKILL while the gated child works --------------------------------------------------
+par_repo killed
+start_gated
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+agent=$(head -1 "$PIDS")
+# the children die with it: the work tree's lock is free again
+i=0
+while ! flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+GATE=$TEST_TMP/open run "$AILOOP" resume # the old agent still waits at the old gate
+expect_rc 0 "one resume finishes the killed run"
+expect_in "$err" "ailoop: stopped " "resume stops the agent the killed child left"
+group_gone "$agent" && pass || fail "the gated agent of the killed run is gone"
+expect_eq "$(times_ran before) $(times_ran quick-a) $(times_ran quick-b) $(times_ran after)" \
+	"1 1 1 1" "finished children did not run again"
+expect_eq "$(times_ran gate-g)" "2" "the unfinished child ran again"
+expect_eq "$(sorted_triples)" "$ref_triples" "the same commits as the run never stopped"
+expect_eq "$(code_tree "$R")" "$ref_tree" "the same tree as the run never stopped"
+expect_eq "$(git status --porcelain)" "" "the tree ends clean"
+expect_eq "$(cat .ai-loop/runs/run_*/logs/agents*)" "" "no agent is recorded at work"
+rm -f "$GATE"
+
+# --- SIGINT: the children pause with the run; resume completes it -------------------------
+par_repo interrupted
+start_gated
+kill -INT "$pid"
+wait "$pid" && rc=0 || rc=$?
+expect_eq "$rc" 3 "SIGINT pauses the run (exit 3)"
+expect_in "$(cat "$TEST_TMP/out")" "paused" "the outcome says paused"
+group_gone "$(head -1 "$PIDS")" && pass || fail "the gated agent was stopped"
+expect_in "$(cat .ai-loop/runs/run_*/nodes/main/par/orchestrator-output.md)" "children-done: cc.c" \
+	"the finished children are recorded, the gated one is not"
+rm -f "$GATE"
+run "$AILOOP" resume
+expect_rc 0 "resume after SIGINT completes the run"
+expect_eq "$(times_ran quick-a) $(times_ran quick-b) $(times_ran gate-g)" "1 1 2" \
+	"only the interrupted child ran again"
+expect_eq "$(sorted_triples)" "$ref_triples" "the same commits as the run never stopped"
+expect_eq "$(code_tree "$R")" "$ref_tree" "the same tree as the run never stopped"
+
+# --- a child skipped by a threshold stays skipped after a kill ----------------------------
+R=$TEST_TMP/skipped
+TRAIL=$TEST_TMP/skipped.trail RENDEZVOUS=$TEST_TMP/skipped.rv PIDS=$TEST_TMP/skipped.pids
+loop_repo "$R" one
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: main
+  type: sequence
+  children:
+    - id: par
+      type: parallel
+      success_threshold: 1
+      children:
+        - {id: quick, skill: quick, agent: .ai-loop/agents/step.md}
+        - {id: held, skill: hold-h, agent: .ai-loop/agents/step.md}
+    - {id: then, skill: gate-then, agent: .ai-loop/agents/step.md}
+YAML
+commit_all "$R"
+cd "$R"
+touch "$GATE"
+"$AILOOP" run "in parallel" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+pid=$!
+for i in $(seq 200); do grep -qx gate-then "$TRAIL" 2>/dev/null && break; sleep 0.05; done
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+rm -f "$GATE"
+i=0
+while ! flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+run "$AILOOP" resume
+expect_rc 0 "resume after the threshold stopped a child"
+expect_eq "$(times_ran hold-h) $(times_ran quick)" "1 1" "the skipped child does not run again"
+expect_eq "$(triples "$R" | tr '\n' ',')" \
+	"0 main/par/quick complete,0 main/then complete,0 main complete," \
+	"no commit of the skipped child"
+expect_in "$(cat .ai-loop/runs/run_*/nodes/main/par/held/orchestrator-output.md)" \
+	"status: skipped" "the skipped child's state is final"
+
+finish
