@@ -69,8 +69,7 @@ expect_eq "$(triples "$R" | tail -2 | tr '\n' ',')" "0 main/after complete,0 mai
 # --- SIGKILL while the gated child works --------------------------------------------------
 par_repo killed
 start_gated
-kill -KILL "$pid"
-wait "$pid" 2>/dev/null
+{ kill -KILL "$pid" && wait "$pid"; } 2>/dev/null
 agent=$(head -1 "$PIDS")
 # the children die with it: the work tree's lock is free again
 i=0
@@ -130,14 +129,14 @@ touch "$GATE"
 "$AILOOP" run "in parallel" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
 pid=$!
 for i in $(seq 200); do grep -qx gate-then "$TRAIL" 2>/dev/null && break; sleep 0.05; done
-kill -KILL "$pid"
-wait "$pid" 2>/dev/null
+{ kill -KILL "$pid" && wait "$pid"; } 2>/dev/null
 rm -f "$GATE"
 i=0
 while ! flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 run "$AILOOP" resume
 expect_rc 0 "resume after the threshold stopped a child"
-expect_eq "$(times_ran hold-h) $(times_ran quick)" "1 1" "the skipped child does not run again"
+# (stopped early, it may not have started its agent at all)
+expect_eq "$(($(times_ran hold-h) <= 1)) $(times_ran quick)" "1 1" "the skipped child does not run again"
 expect_eq "$(triples "$R" | tr '\n' ',')" \
 	"0 main/par/quick complete,0 main/then complete,0 main complete," \
 	"no commit of the skipped child"
