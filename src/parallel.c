@@ -351,6 +351,8 @@ static int conclude(struct al_node_run *nr, int err)
 		snprintf(msg, sizeof(msg), "%d of %zu children succeeded: %d needed",
 			 count(nr, 'c'), n->nchildren, success_needed(n));
 	}
+	if (strcmp(status, "complete") && al_node_timed_out(nr))
+		status = "timeout"; /* its children ran out of its time */
 	return al_node_finish(nr, status, msg, false, NULL);
 }
 

@@ -163,4 +163,37 @@ expect_eq "$(commits)" "$(printf '%s\n' "1 rounds running" "1 rounds/seq/before 
 expect_eq "$(cat todo.txt)" "" "the sensor-form loop fixed every item"
 expect_eq "$(git status --porcelain)" "" "the tree ends clean"
 
+# --- parallel in parallel: all five processes at once; a parallel node's timeout --------
+R=$TEST_TMP/deep
+TRAIL=$TEST_TMP/deep.trail RENDEZVOUS=$TEST_TMP/deep.rv PIDS=$TEST_TMP/deep.pids
+mkdir -p "$RENDEZVOUS"
+loop_repo "$R" item
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: outer
+  type: parallel
+  children:
+    - {id: a, skill: meet-a-b, agent: .ai-loop/agents/step.md}
+    - id: inner
+      type: parallel
+      children:
+        - {id: b, skill: meet-b-c, agent: .ai-loop/agents/step.md}
+        - {id: c, skill: meet-c-a, agent: .ai-loop/agents/step.md}
+    - id: slow
+      type: parallel
+      timeout_seconds: 1
+      children:
+        - {id: s1, skill: hold-s1, agent: .ai-loop/agents/step.md}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "deep"
+expect_rc 1 "a child that timed out fails the outer node"
+expect_eq "$(commits)" "0 outer failed,0 outer/a complete,0 outer/inner/b complete,0 outer/inner/c complete,0 outer/slow/s1 timeout," \
+	"the nested children meet (all ran at once) and commit"
+expect_in "$(cat .ai-loop/runs/run_*/nodes/outer/slow/orchestrator-output.md)" "status: timeout" \
+	"the parallel node whose time ran out ends in timeout"
+no_agent_left && pass || fail "the timed-out agent is gone"
+
 finish
