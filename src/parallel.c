@@ -157,7 +157,8 @@ static void kid_main(struct al_node_run *nr, size_t k, int msg_fd, pid_t parent)
 	else
 		code = KID_ERROR;
 	/* what the parent adds up: the commits made here, and an error */
-	text = al_xprintf("%zu %d %s", ex->commits, rc, rc < 0 && rc != AL_EINTR ? al_errmsg() : "");
+	text = al_xprintf("%zu %d %d %s", ex->commits, ex->outer_break, rc,
+			  rc < 0 && rc != AL_EINTR ? al_errmsg() : "");
 	if (write(msg_fd, text, strlen(text)) < 0)
 		text[0] = '\0'; /* the parent is gone */
 	free(text);
@@ -193,6 +194,26 @@ static int start(struct al_node_run *nr, struct kid *kids, size_t k)
 	return 0;
 }
 
+/*
+ * A child ran break_loop for a loop around the parallel node: the loop
+ * learns it here, before the child's end is recorded (killed in between,
+ * the child's action is found done on resume, and the loop knows).
+ */
+static int outer_break(struct al_node_run *nr)
+{
+	struct al_exec *ex = nr->ex;
+
+	for (size_t i = ex->nframes - 1; i-- > 0;) {
+		struct al_node_run *loop = ex->frames[i].nr;
+
+		if (ex->frames[i].node->type != AL_NODE_LOOP)
+			continue;
+		loop->st.brk = true;
+		return al_node_save(loop);
+	}
+	return 0;
+}
+
 /* The child has exited with `status`: records its end, and returns an error it reported. */
 static int ended(struct al_node_run *nr, struct kid *kid, size_t k, int status)
 {
@@ -200,17 +221,22 @@ static int ended(struct al_node_run *nr, struct kid *kid, size_t k, int status)
 	pid_t pid = kid->pid;
 	char *end = NULL;
 	long code = 0;
-	int rc = 0;
+	int rc = 0, brk = 0;
 
-	/* "<commits> <rc> <message>" */
+	/* "<commits> <break_loop> <rc> <message>" */
 	if (kid->msg.len) {
 		nr->ex->commits += strtoul(kid->msg.buf, &end, 10);
+		brk = (int)strtol(end, &end, 10);
 		code = strtol(end, &end, 10);
 	}
 	if (kid->fd >= 0)
 		close(kid->fd);
 	kid->fd = -1;
 	kid->pid = 0;
+	if (brk && (rc = outer_break(nr)) < 0) {
+		al_strbuf_release(&kid->msg);
+		return rc;
+	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == KID_COMPLETE) {
 		nr->st.done[k] = 'c';
 	} else if (WIFEXITED(status) && WEXITSTATUS(status) == KID_FAILED) {

@@ -98,6 +98,7 @@ struct al_exec {
 	size_t base_frame;
 	int commit_lock;
 	const char *commits_since;
+	bool outer_break; /* break_loop ran for a loop of the parent process's */
 };
 
 /* Runs (or continues) the run's root node; sets the run's final status. */

@@ -163,6 +163,32 @@ expect_eq "$(commits)" "$(printf '%s\n' "1 rounds running" "1 rounds/seq/before 
 expect_eq "$(cat todo.txt)" "" "the sensor-form loop fixed every item"
 expect_eq "$(git status --porcelain)" "" "the tree ends clean"
 
+# --- break_loop in a parallel child ends the loop around the parallel node ----------------
+R=$TEST_TMP/break
+TRAIL=$TEST_TMP/break.trail RENDEZVOUS=$TEST_TMP/break.rv PIDS=$TEST_TMP/break.pids
+loop_repo "$R" item
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: rounds
+  type: loop
+  max_iterations: 3
+  children:
+    - id: par
+      type: parallel
+      children:
+        - {id: stop, skill: break_loop}
+        - {id: side, skill: side, agent: .ai-loop/agents/step.md}
+    - {id: rest, skill: rest, agent: .ai-loop/agents/step.md}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "break"
+expect_rc 0 "break_loop from a parallel child"
+expect_eq "$(tr '\n' ' ' <"$TRAIL")" "side " \
+	"the loop ends once its current child, the parallel node, ended"
+expect_in "$(triples "$R" | tail -1)" "1 rounds complete" "one iteration, then the loop's end"
+
 # --- parallel in parallel: all five processes at once; a parallel node's timeout --------
 R=$TEST_TMP/deep
 TRAIL=$TEST_TMP/deep.trail RENDEZVOUS=$TEST_TMP/deep.rv PIDS=$TEST_TMP/deep.pids
