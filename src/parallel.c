@@ -172,6 +172,8 @@ static int start(struct al_node_run *nr, struct kid *kids, size_t k)
 	int fds[2];
 	pid_t pid, parent = getpid();
 
+	/* the agents of a child that dies come here, to be reaped */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
 		return al_err(AL_ERROR, "cannot start child '%s': %s", nr->n->children[k]->id,
 			      strerror(errno));

@@ -111,6 +111,37 @@ expect_eq "$(commits)" "0 par failed,0 par/fail-1 failed,0 par/fail-2 failed,0 p
 expect_eq "$(state_of hold-w)" "skipped" "the child still running is skipped"
 no_agent_left && pass || fail "no agent of the stopped child is left"
 
+# --- an agent's error (on_error fail-fast) in a child ends the run in error ----------------
+R=$TEST_TMP/error
+TRAIL=$TEST_TMP/error.trail RENDEZVOUS=$TEST_TMP/error.rv PIDS=$TEST_TMP/error.pids
+loop_repo "$R" item
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: par
+  type: parallel
+  children:
+    - id: broken
+      type: loop
+      controller: builtin:all-pass
+      sensors: [.ai-loop/agents/sensor.md]
+      actuator: {strategy: direct, agent: .ai-loop/agents/failing.md}
+    - {id: hold-e, skill: hold-e, agent: .ai-loop/agents/step.md}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "error"
+expect_rc 1 "an agent's error in a child ends the run"
+expect_in "$err" "error: actuator '.ai-loop/agents/failing.md' failed with exit status 3" \
+	"the agent's error is reported"
+expect_eq "$(triples "$R" | tr '\n' ',')" "0 par/broken running,1 par/broken error,0 par error," \
+	"the child's error commit, then the run's last commit"
+expect_in "$(cat .ai-loop/runs/run_*/run-state.md)" "status: error" "the run ended in error"
+expect_eq "$(state_of hold-e)" "skipped" "the sibling still running is skipped"
+no_agent_left && pass || fail "no agent of the stopped sibling is left"
+run "$AILOOP" resume
+expect_rc 66 "a plain resume leaves a run in error alone"
+
 # --- max_concurrency 1: one at a time, in order ----------------------------------------------
 par_repo one-by-one "max_concurrency: 1" solo-1 solo-2 solo-3
 expect_rc 0 "max_concurrency 1"

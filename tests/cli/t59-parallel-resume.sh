@@ -105,6 +105,53 @@ expect_eq "$(times_ran quick-a) $(times_ran quick-b) $(times_ran gate-g)" "1 1 2
 expect_eq "$(sorted_triples)" "$ref_triples" "the same commits as the run never stopped"
 expect_eq "$(code_tree "$R")" "$ref_tree" "the same tree as the run never stopped"
 
+# --- a child process that dies pauses the run; resume runs it again -------------------------
+par_repo child-killed
+start_gated
+for child in $(pgrep -P "$pid"); do kill -KILL "$child"; done
+wait "$pid" && rc=0 || rc=$?
+expect_eq "$rc" 70 "a child process that died pauses the run (exit 70, internal error)"
+expect_in "$(cat "$TEST_TMP/err")" "ailoop: error: parallel child 'main/par/gated' (process " \
+	"the error names the child"
+expect_in "$(cat "$TEST_TMP/err")" "died: Killed" "and how it died"
+expect_in "$(cat .ai-loop/runs/run_*/run-state.md)" "status: paused" "the run is paused"
+GATE=$TEST_TMP/open run "$AILOOP" resume
+expect_rc 0 "resume finishes the run"
+expect_in "$err" "ailoop: stopped " "resume stops the agent the dead child left"
+expect_eq "$(times_ran quick-a) $(times_ran gate-g)" "1 2" "only the dead child ran again"
+expect_eq "$(sorted_triples)" "$ref_triples" "the same commits as the run never stopped"
+rm -f "$GATE"
+
+# --- an agent in a child moves HEAD: the run pauses with the way back ---------------------
+R=$TEST_TMP/moved
+TRAIL=$TEST_TMP/moved.trail RENDEZVOUS=$TEST_TMP/moved.rv PIDS=$TEST_TMP/moved.pids
+loop_repo "$R" one
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: par
+  type: parallel
+  children:
+    - {id: mover, skill: detach-m, agent: .ai-loop/agents/step.md}
+    - {id: waiter, skill: gate-w, agent: .ai-loop/agents/step.md}
+YAML
+commit_all "$R"
+cd "$R"
+touch "$GATE"
+run "$AILOOP" run "moved"
+expect_rc 1 "HEAD moved by a child's agent pauses the run"
+expect_in "$err" "ailoop: error: HEAD is detached" "the child's message reaches the user"
+expect_eq "$(sed -n 's/^children-done: //p' .ai-loop/runs/run_*/nodes/par/orchestrator-output.md)" \
+	".." "neither child is recorded as finished"
+group_gone "$(head -1 "$PIDS")" && pass || fail "the sibling's agent was stopped"
+rm -f "$GATE"
+git checkout -q ai-loop/moved
+run "$AILOOP" resume
+expect_rc 0 "resume after HEAD is put back"
+expect_eq "$(triples "$R" | sort | tr '\n' ',')" "0 par complete,0 par/mover complete,0 par/waiter complete," \
+	"each child committed once"
+expect_eq "$(times_ran detach-m) $(times_ran gate-w)" "1 2" "the mover's agent did not run again"
+
 # --- a child skipped by a threshold stays skipped after a kill ----------------------------
 R=$TEST_TMP/skipped
 TRAIL=$TEST_TMP/skipped.trail RENDEZVOUS=$TEST_TMP/skipped.rv PIDS=$TEST_TMP/skipped.pids
