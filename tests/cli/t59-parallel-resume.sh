@@ -152,6 +152,50 @@ expect_eq "$(triples "$R" | sort | tr '\n' ',')" "0 par complete,0 par/mover com
 	"each child committed once"
 expect_eq "$(times_ran detach-m) $(times_ran gate-w)" "1 2" "the mover's agent did not run again"
 
+# --- a child's commit is found below a sibling's: not made twice -------------------------
+# (the parent died after both children committed, before it recorded
+# either: their states say "commit", and only one commit can be HEAD)
+R=$TEST_TMP/recommit
+TRAIL=$TEST_TMP/recommit.trail RENDEZVOUS=$TEST_TMP/recommit.rv PIDS=$TEST_TMP/recommit.pids
+loop_repo "$R" one
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: main
+  type: sequence
+  children:
+    - id: par
+      type: parallel
+      children:
+        - {id: a, skill: quick-a, agent: .ai-loop/agents/step.md}
+        - {id: b, skill: quick-b, agent: .ai-loop/agents/step.md}
+    - {id: then, skill: gate-then, agent: .ai-loop/agents/step.md}
+YAML
+commit_all "$R"
+cd "$R"
+touch "$GATE"
+"$AILOOP" run "in parallel" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+pid=$!
+for i in $(seq 200); do grep -qx gate-then "$TRAIL" 2>/dev/null && break; sleep 0.05; done
+{ kill -KILL "$pid" && wait "$pid"; } 2>/dev/null
+run_dir=$(ls -d .ai-loop/runs/run_*)
+sed -i 's/^children-done: cc$/children-done: ../; s/^phase: done$/phase: children/; s/^status: complete$/status: running/' \
+	"$run_dir/nodes/main/par/orchestrator-output.md"
+sed -i 's/^child: 1$/child: 0/' "$run_dir/nodes/main/orchestrator-output.md"
+for c in a b; do
+	expect_eq "$(sed -n 's/^phase: //p' "$run_dir/nodes/main/par/$c/orchestrator-output.md")" "commit" \
+		"child $c is in its commit phase"
+done
+i=0
+while ! flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+GATE=$TEST_TMP/open run "$AILOOP" resume
+expect_rc 0 "resume with both children's commits made but not recorded"
+expect_eq "$(triples "$R" | sort | tr '\n' ',')" \
+	"0 main complete,0 main/par/a complete,0 main/par/b complete,0 main/then complete," \
+	"each child's commit once"
+expect_eq "$(times_ran quick-a) $(times_ran quick-b)" "1 1" "no agent ran again"
+rm -f "$GATE"
+
 # --- a child skipped by a threshold stays skipped after a kill ----------------------------
 R=$TEST_TMP/skipped
 TRAIL=$TEST_TMP/skipped.trail RENDEZVOUS=$TEST_TMP/skipped.rv PIDS=$TEST_TMP/skipped.pids
