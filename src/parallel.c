@@ -148,6 +148,7 @@ static void kid_main(struct al_node_run *nr, size_t k, int msg_fd, pid_t parent)
 		rc = al_memory_open(&ex->memory, ex->run->dir);
 	if (rc == 0)
 		rc = al_cond_cache_open(&ex->cond_cache, cache);
+	free(cache);
 	if (rc == 0)
 		rc = al_exec_node(ex, c, nr->task, nr->parent_label, false, nr->deadline, &res);
 	if (rc == 0)
@@ -247,7 +248,7 @@ static int ended(struct al_node_run *nr, struct kid *kid, size_t k, int status)
 		if (nr->st.done[k] == '.') /* stopped by a signal: it continues on resume */
 			rc = AL_EINTR;
 	} else if (WIFEXITED(status) && WEXITSTATUS(status) == KID_ERROR) {
-		if (code < 0 && code >= AL_EMOVED && end && *end == ' ')
+		if (code < 0 && code > -1000 && end && *end == ' ')
 			rc = al_err((int)code, "%s", end + 1);
 		else
 			rc = al_err(AL_ERROR, "parallel child '%s' failed", c->path);
