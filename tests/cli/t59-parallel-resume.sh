@@ -50,11 +50,11 @@ start_gated() {
 	pid=$!
 	local i=0
 	until [ "$(triples "$R" | grep -c -e 'par/quick-. complete' -e 'par/fix complete')" = 3 ] &&
-		[ -s "$PIDS" ] || [ $i -ge 200 ]; do
+		[ -s "$PIDS" ] || [ $i -ge 600 ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
-	[ $i -lt 200 ] && pass || fail "the children did not get going: $(cat "$TEST_TMP/err")"
+	[ $i -lt 600 ] && pass || fail "the children did not get going: $(cat "$TEST_TMP/err")"
 }
 
 # the reference: never stopped
@@ -73,7 +73,7 @@ start_gated
 agent=$(head -1 "$PIDS")
 # the children die with it: the work tree's lock is free again
 i=0
-while ! flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+while ! flock -n .git/ailoop.lock true && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
 GATE=$TEST_TMP/open run "$AILOOP" resume # the old agent still waits at the old gate
 expect_rc 0 "one resume finishes the killed run"
 expect_in "$err" "ailoop: stopped " "resume stops the agent the killed child left"
@@ -176,7 +176,7 @@ cd "$R"
 touch "$GATE"
 "$AILOOP" run "in parallel" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
 pid=$!
-for i in $(seq 200); do grep -qx gate-then "$TRAIL" 2>/dev/null && break; sleep 0.05; done
+for i in $(seq 600); do grep -qx gate-then "$TRAIL" 2>/dev/null && break; sleep 0.05; done
 { kill -KILL "$pid" && wait "$pid"; } 2>/dev/null
 run_dir=$(ls -d .ai-loop/runs/run_*)
 sed -i 's/^children-done: cc$/children-done: ../; s/^phase: done$/phase: children/; s/^status: complete$/status: running/' \
@@ -187,7 +187,7 @@ for c in a b; do
 		"child $c is in its commit phase"
 done
 i=0
-while ! flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+while ! flock -n .git/ailoop.lock true && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
 GATE=$TEST_TMP/open run "$AILOOP" resume
 expect_rc 0 "resume with both children's commits made but not recorded"
 expect_eq "$(triples "$R" | sort | tr '\n' ',')" \
@@ -219,11 +219,11 @@ cd "$R"
 touch "$GATE"
 "$AILOOP" run "in parallel" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
 pid=$!
-for i in $(seq 200); do grep -qx gate-then "$TRAIL" 2>/dev/null && break; sleep 0.05; done
+for i in $(seq 600); do grep -qx gate-then "$TRAIL" 2>/dev/null && break; sleep 0.05; done
 { kill -KILL "$pid" && wait "$pid"; } 2>/dev/null
 rm -f "$GATE"
 i=0
-while ! flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+while ! flock -n .git/ailoop.lock true && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
 run "$AILOOP" resume
 expect_rc 0 "resume after the threshold stopped a child"
 # (stopped early, it may not have started its agent at all)
