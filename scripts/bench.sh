@@ -3,8 +3,9 @@
 # agents (a command sensor and a command actuator, builtin:all-pass
 # controller) runs N iterations; the same agent processes are then run N
 # times alone; the difference divided by N is ailoop's overhead (state
-# files, commit, spawning and reaping). With valgrind, callgrind then shows
-# where ailoop's own instructions go.
+# files, commit, spawning and reaping). A parallel node of 8 children that
+# each sleep 1 s shows what running them at once costs. With valgrind,
+# callgrind then shows where ailoop's own instructions go.
 #
 # Then the cost of evaluating conditions (tests/bench/bench_conditions.c).
 #
@@ -132,6 +133,26 @@ printf 'per iteration: %.1f files of its own and %.1f git objects; one file (cre
 	"$(echo "$own / $N" | bc -l)" "$(echo "$objects / $N" | bc -l)"
 printf '  rename) costs %d µs on this machine, so %.2f ms of each iteration is file creation\n' \
 	"$us" "$(echo "($own + $objects) / $N * $us / 1000" | bc -l)"
+
+# a parallel node of 8 actions that each sleep 1 s: one process per child
+mkdir -p "$tmp/parallel/.ai-loop/agents"
+cd "$tmp/parallel"
+git init -q -b main
+printf -- '---\nname: nap\ncommand: sleep 1\n---\n' >.ai-loop/agents/nap.md
+{
+	printf 'version: 1\nflow:\n  id: naps\n  type: parallel\n  children:\n'
+	for i in 1 2 3 4 5 6 7 8; do
+		printf '    - {id: nap-%d, agent: .ai-loop/agents/nap.md}\n' "$i"
+	done
+} >.ai-loop/flow.yaml
+git add -A
+git commit -q -m "naps"
+t0=$(now_ns)
+AILOOP_FSYNC=0 "$AILOOP" run --quiet "sleep" >/dev/null
+t1=$(now_ns)
+[ "$(git log --format=%s | grep -c '^ai-loop\[naps > nap-')" = 8 ] ||
+	{ echo "bench: the parallel node did not commit its 8 children" >&2; exit 1; }
+printf 'parallel node:       8 children sleeping 1 s each in %d ms\n' $(((t1 - t0) / 1000000))
 
 if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
 	make_repo "$tmp/profile"

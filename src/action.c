@@ -57,8 +57,10 @@ static int break_loop(struct al_node_run *nr)
 
 		if (ex->frames[i].node->type != AL_NODE_LOOP)
 			continue;
+		if (i < ex->base_frame) /* another process runs it: parallel.c tells it */
+			ex->outer_break = true;
 		loop->st.brk = true; /* the loop's first: killed here, the action runs again */
-		if ((rc = al_node_save(loop)) < 0)
+		if (i >= ex->base_frame && (rc = al_node_save(loop)) < 0)
 			return rc;
 		al_run_event(ex->run, "break_loop", "{s:s, s:s}", "node", nr->n->path, "loop",
 			     loop->n->path);

@@ -6,9 +6,11 @@
 #include "ailoop/signals.h"
 #include "ailoop/util.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 static int check_runners(const struct al_flow *flow);
@@ -47,6 +49,9 @@ int al_exec_node(struct al_exec *ex, const struct al_node *node, const char *tas
 	case AL_NODE_ACTION:
 		rc = al_action_run(ex, node, task, parent_label, deadline, res);
 		break;
+	case AL_NODE_PARALLEL:
+		rc = al_parallel_run(ex, node, task, parent_label, deadline, res);
+		break;
 	default:
 		rc = al_err(AL_EINVALID, "node '%s': ailoop run does not execute %s nodes yet",
 			    node->path, al_node_type_name(node->type));
@@ -55,24 +60,56 @@ int al_exec_node(struct al_exec *ex, const struct al_node *node, const char *tas
 	return rc;
 }
 
+struct find_commit {
+	const struct al_commit_fields *f;
+	bool found;
+};
+
+static int is_that_commit(const char *oid, const char *message, int64_t time, void *data)
+{
+	struct find_commit *fc = data;
+	struct al_iteration it;
+
+	(void)oid;
+	(void)time;
+	if (!al_iteration_parse(&it, message))
+		return 0;
+	fc->found = !strcmp(it.node_path, fc->f->node_path) && !strcmp(it.label, fc->f->label);
+	al_iteration_release(&it);
+	return fc->found;
+}
+
+/* Whether the commit of `f` exists already: made by an ailoop that died before recording it. */
+static bool committed(struct al_exec *ex, const struct al_commit_fields *f)
+{
+	struct find_commit fc = { f, false };
+	char *head_msg = NULL;
+
+	if (ex->commits_since) { /* a sibling may have committed after it */
+		al_git_walk(ex->git, "HEAD", ex->commits_since, is_that_commit, &fc);
+		return fc.found;
+	}
+	if (al_git_message(ex->git, "HEAD", &head_msg) == 0)
+		is_that_commit(NULL, head_msg, 0, &fc);
+	free(head_msg);
+	return fc.found;
+}
+
 int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool may_exist)
 {
 	struct al_strbuf msg = AL_STRBUF_INIT;
 	struct al_commit_fields fields;
-	struct al_iteration head;
-	char *head_msg = NULL, oid[AL_OID_HEX];
-	bool done = false, first = false;
+	char oid[AL_OID_HEX];
+	bool first = false;
 	int rc = 0;
 
+	/* parallel siblings commit one at a time, each on top of the others */
+	if (ex->base_frame)
+		while (flock(ex->commit_lock, LOCK_EX) < 0 && errno == EINTR)
+			;
 	/* after a resume the commit may exist already: ailoop died after making it */
-	if (may_exist && al_git_message(ex->git, "HEAD", &head_msg) == 0 &&
-	    al_iteration_parse(&head, head_msg)) {
-		done = !strcmp(head.node_path, f->node_path) && !strcmp(head.label, f->label);
-		al_iteration_release(&head);
-	}
-	free(head_msg);
-	if (done)
-		return 0;
+	if (may_exist && committed(ex, f))
+		goto done;
 	if (!ex->run_committed) { /* the run's first commit adds its directory to history */
 		struct al_strbuf probe = AL_STRBUF_INIT;
 		char *state = al_xprintf("%s/run-state.md", ex->run->dir);
@@ -93,6 +130,9 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 				 f->summary, f->sensors && *f->sensors ? " | " : "",
 				 f->sensors ? f->sensors : "");
 	}
+done:
+	if (ex->base_frame)
+		flock(ex->commit_lock, LOCK_UN);
 	al_strbuf_release(&msg);
 	return rc;
 }
@@ -142,8 +182,10 @@ static void fail_frame(struct al_exec *ex, struct al_frame *f, const char *messa
 void al_exec_fail_frames(struct al_exec *ex, const char *message)
 {
 	/* the innermost frame writes its own result */
-	for (size_t i = 0; i + 1 < ex->nframes; i++)
+	for (size_t i = ex->base_frame; i + 1 < ex->nframes; i++)
 		fail_frame(ex, &ex->frames[i], message);
+	if (ex->run->forked) /* the parent process ends the run */
+		return;
 	free(ex->run->st.status);
 	ex->run->st.status = al_strdup("error");
 	al_run_save(ex->run);
@@ -218,24 +260,8 @@ int al_exec_retry(struct al_run *run, bool check_only)
 	return al_run_save(run);
 }
 
-/* Every node must be one this version of the executor runs. */
-static void find_unsupported(struct al_node *n, void *data)
-{
-	const struct al_node **bad = data;
-
-	if (!*bad && n->type == AL_NODE_PARALLEL)
-		*bad = n;
-}
-
 int al_exec_check_flow(const struct al_flow *flow)
 {
-	const struct al_node *bad = NULL;
-
-	al_flow_walk(flow->root, find_unsupported, &bad);
-	if (bad)
-		return al_err(AL_EINVALID, "%s:%d:%d: node '%s' is a %s node: ailoop does not "
-			      "run those yet", bad->pos.file, bad->pos.line, bad->pos.col,
-			      bad->path, al_node_type_name(bad->type));
 	return check_runners(flow);
 }
 

@@ -1,4 +1,5 @@
 #include "ailoop/progress.h"
+#include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
 #include <stdarg.h>
@@ -58,16 +59,20 @@ void al_progress_step(struct al_progress *p, const char *label, const char *node
 
 void al_progress_note(struct al_progress *p, const char *fmt, ...)
 {
+	struct al_strbuf line = AL_STRBUF_INIT;
 	va_list ap;
 
 	if (p->quiet)
 		return;
 	clear_live(p);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	al_strbuf_vaddf(&line, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* one write: parallel children's lines do not run into each other */
+	al_strbuf_adds(&line, "\n");
+	fwrite(line.buf, 1, line.len, stderr);
 	fflush(stderr);
+	al_strbuf_release(&line);
 }
 
 void al_progress_tick(void *data)

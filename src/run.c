@@ -342,6 +342,8 @@ void al_worktree_unlock(int fd)
 
 int al_run_save(struct al_run *run)
 {
+	if (run->forked)
+		return 0;
 	return al_run_state_write(&run->st, run->state_path);
 }
 
@@ -349,6 +351,8 @@ int al_run_enter(struct al_run *run, const char *node_path)
 {
 	struct al_run_state *st = &run->st;
 
+	if (run->forked)
+		return 0;
 	/* on resume the stack already reaches this node: keep it as it is */
 	for (size_t i = 0; i < st->nstack; i++) {
 		if (!strcmp(st->stack[i], node_path)) {
@@ -371,7 +375,7 @@ int al_run_leave(struct al_run *run)
 {
 	struct al_run_state *st = &run->st;
 
-	if (!st->nstack)
+	if (!st->nstack || run->forked)
 		return 0;
 	free(st->stack[--st->nstack]);
 	st->stack[st->nstack] = NULL;

@@ -35,6 +35,17 @@ void al_signals_install(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+void al_signals_forked(void)
+{
+	if (pipe_fds[0] >= 0) {
+		close(pipe_fds[0]);
+		close(pipe_fds[1]);
+	}
+	if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) < 0)
+		pipe_fds[0] = pipe_fds[1] = -1;
+	count = 0;
+}
+
 int al_signals_fd(void)
 {
 	return pipe_fds[0];

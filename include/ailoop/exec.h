@@ -89,6 +89,18 @@ struct al_exec {
 	struct al_cond_cache *cond_cache;  /* condition results (SPEC §3.2) */
 	struct al_frame frames[AL_FLOW_MAX_DEPTH];
 	size_t nframes;
+	/*
+	 * In a parallel child process (parallel.c): the frames below
+	 * `base_frame` are the parent process's, which alone ends the run;
+	 * `commit_lock` (an flock's descriptor) serializes commits with the
+	 * siblings; a resumed node's commit may exist anywhere between HEAD
+	 * and `commits_since` (the parallel node's start), as a sibling may
+	 * have committed after it.
+	 */
+	size_t base_frame;
+	int commit_lock;
+	const char *commits_since;
+	bool outer_break; /* break_loop ran for a loop of the parent process's */
 };
 
 /* Runs (or continues) the run's root node; sets the run's final status. */
@@ -110,6 +122,8 @@ int al_control_run(struct al_exec *ex, const struct al_node *node, const char *t
 		   const char *parent_label, int64_t deadline, struct al_result *res);
 int al_action_run(struct al_exec *ex, const struct al_node *node, const char *task,
 		  const char *parent_label, int64_t deadline, struct al_result *res);
+int al_parallel_run(struct al_exec *ex, const struct al_node *node, const char *task,
+		    const char *parent_label, int64_t deadline, struct al_result *res);
 
 /*
  * Starts or continues node `n` (see struct al_node_run) and pushes its
@@ -182,7 +196,6 @@ void al_exec_result_head(struct al_strbuf *out, const struct al_exec *ex,
 
 /*
  * Checks, before anything starts, that the executor can run the flow: every
- * node of a type it runs (AL_EINVALID, naming the node's position), every
  * runner the agents need installed (AL_ENORUNNER, with how to install it).
  */
 int al_exec_check_flow(const struct al_flow *flow);

@@ -21,6 +21,12 @@ struct al_run {
 	char *events_path;
 	int lock_fd;
 	int events_fd;          /* events.jsonl, open for appending once used */
+	/*
+	 * In a parallel child process: run-state.md is the parent process's
+	 * (its stack stops at the parallel node), so saving, entering and
+	 * leaving write nothing.
+	 */
+	bool forked;
 };
 
 /*

@@ -9,6 +9,11 @@
  * cannot kill ailoop.
  */
 void al_signals_install(void);
+/*
+ * In a process just forked (a parallel child): a self-pipe of its own, so
+ * that no other process drains its wake-ups, and no signal counted yet.
+ */
+void al_signals_forked(void);
 /* Read end of the self-pipe, for poll(); -1 before al_signals_install(). */
 int al_signals_fd(void);
 /* How many interrupting signals have arrived since install. */

@@ -6,6 +6,7 @@
 #include "ailoop/signals.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
+#include <dirent.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -101,11 +102,26 @@ static int cleanup_after_crash(struct al_git *git, const struct al_run *run)
 {
 	/* the run's directory, not its id: ids repeat from one repository to another */
 	char *entry = al_xprintf("AILOOP_RUN_DIR=%s", run->abs_dir);
-	char *record = al_xprintf("%s/" AL_RUN_AGENTS_FILE, run->dir);
-	int agents = al_proc_kill_recorded(record, entry), locks;
+	char *logs = al_xprintf("%s/" AL_RUN_AGENTS_DIR, run->dir);
+	const char *base = strrchr(AL_RUN_AGENTS_FILE, '/') + 1;
+	int agents = 0, locks;
+	struct dirent *e;
+	DIR *d = opendir(logs);
 
+	/* the main process's record, and one per parallel child process */
+	while (d && (e = readdir(d))) {
+		if (!strncmp(e->d_name, base, strlen(base)) &&
+		    (!e->d_name[strlen(base)] || e->d_name[strlen(base)] == '.')) {
+			char *record = al_xprintf("%s/%s", logs, e->d_name);
+
+			agents += al_proc_kill_recorded(record, entry);
+			free(record);
+		}
+	}
+	if (d)
+		closedir(d);
 	free(entry);
-	free(record);
+	free(logs);
 	if (agents)
 		fprintf(stderr, "ailoop: stopped %d process%s the interrupted run left running\n",
 			agents, agents == 1 ? "" : "es");

@@ -78,7 +78,7 @@ expect_in "$(ls .ai-loop/runs | tail -1)" "_002" "run ids count up"
 run "$AILOOP" run --quiet --new "fix it"
 expect_eq "$err" "" "--quiet prints no progress"
 
-# flows it cannot run
+# a parallel node at the root runs, and commits the run's end
 R=$TEST_TMP/reactree
 loop_repo "$R" a
 cat >"$R/.ai-loop/flow.yaml" <<'YAML'
@@ -87,13 +87,15 @@ flow:
   id: steps
   type: parallel
   children:
-    - {skill: one, agent: .ai-loop/agents/fixer.md}
+    - {skill: one, agent: .ai-loop/agents/step.md}
 YAML
 commit_all "$R"
 cd "$R"
 run "$AILOOP" run "x"
-expect_rc 65 "parallel nodes are refused by run"
-expect_in "$err" "node 'steps' is a parallel node" "refusal names the node"
+expect_rc 0 "a parallel node runs"
+expect_eq "$(triples "$R" | tr '\n' ',')" "0 steps/action-1 complete,0 steps complete," \
+	"the child's commit, then the run's end"
+# flows it cannot run
 printf 'flow: {id: x, type: loop, controler: y}\n' >.ai-loop/flow.yaml
 run "$AILOOP" run "x"
 expect_rc 65 "invalid flow"
