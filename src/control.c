@@ -119,8 +119,8 @@ static int run_child(struct al_node_run *nr)
 	rc = al_exec_node(nr->ex, c, nr->task, kids_label(nr), false, nr->deadline, &res);
 	if (rc < 0)
 		return rc; /* interrupted, or the run failed below */
-	msg = al_xprintf("%s: %s%s%s", c->id, res.reason, *res.summary ? ": " : "", res.summary);
-	al_utf8_cut(msg, 200);
+	/* the child's own summary is in its result-output.md: one level's worth here */
+	msg = al_xprintf("%s: %s", c->id, res.reason);
 	switch (nr->n->type) {
 	case AL_NODE_FALLBACK:
 		rc = res.success ? finish(nr, "complete", msg) : 0;

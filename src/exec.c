@@ -58,9 +58,10 @@ int al_exec_node(struct al_exec *ex, const struct al_node *node, const char *tas
 int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool may_exist)
 {
 	struct al_strbuf msg = AL_STRBUF_INIT;
+	struct al_commit_fields fields;
 	struct al_iteration head;
 	char *head_msg = NULL, oid[AL_OID_HEX];
-	bool done = false;
+	bool done = false, first = false;
 	int rc = 0;
 
 	/* after a resume the commit may exist already: ailoop died after making it */
@@ -72,10 +73,22 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 	free(head_msg);
 	if (done)
 		return 0;
-	al_commit_message(&msg, f);
+	if (!ex->run_committed) { /* the run's first commit adds its directory to history */
+		struct al_strbuf probe = AL_STRBUF_INIT;
+		char *state = al_xprintf("%s/run-state.md", ex->run->dir);
+
+		ex->run_committed = al_git_read(ex->git, "HEAD", state, &probe) == 0;
+		first = !ex->run_committed;
+		al_strbuf_release(&probe);
+		free(state);
+	}
+	fields = *f;
+	fields.run_start = first;
+	al_commit_message(&msg, &fields);
 	rc = al_git_commit_all(ex->git, msg.buf, ex->run->dir, oid);
 	if (rc == 0) {
 		ex->commits++;
+		ex->run_committed = true;
 		al_progress_note(ex->progress, "ailoop: [%s] %s: %s%s%s", f->label, f->node_path,
 				 f->summary, f->sensors && *f->sensors ? " | " : "",
 				 f->sensors ? f->sensors : "");

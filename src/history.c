@@ -86,6 +86,10 @@ void al_commit_message(struct al_strbuf *out, const struct al_commit_fields *f)
 		       f->sensors && *f->sensors ? f->sensors : "none");
 	add_clean(out, *f->summary ? f->summary : "-", "");
 	al_strbuf_addch(out, '\n');
+	if (f->run_id)
+		al_strbuf_addf(out, "[run] %s\n", f->run_id);
+	if (f->run_start)
+		al_strbuf_adds(out, "[run-start] true\n");
 }
 
 static char *group(pcre2_match_data *md, const char *s, int i)
@@ -153,6 +157,11 @@ bool al_iteration_parse(struct al_iteration *it, const char *message)
 		} else if (!strcmp(key, "action") && !it->action) {
 			it->action = value;
 			value = NULL;
+		} else if (!strcmp(key, "run-start")) {
+			it->run_start = !strcmp(value, "true");
+		} else if (!strcmp(key, "run") && !it->run_id) {
+			it->run_id = value;
+			value = NULL;
 		}
 		free(key);
 		free(value);
@@ -182,12 +191,21 @@ void al_iteration_release(struct al_iteration *it)
 	free(it->node_path);
 	free(it->status);
 	free(it->action);
+	free(it->run_id);
 	memset(it, 0, sizeof(*it));
+}
+
+bool al_iteration_starts_run(const struct al_iteration *it)
+{
+	if (it->run_id)
+		return it->run_start;
+	return it->level == 0 && !strcmp(it->label, "0"); /* its root's initial measurement */
 }
 
 struct collect {
 	struct al_iteration *v;
 	size_t n, alloc;
+	const char *run_id; /* the run's, from its newest commit */
 };
 
 static int collect_one(const char *oid, const char *message, int64_t time, void *data)
@@ -197,17 +215,22 @@ static int collect_one(const char *oid, const char *message, int64_t time, void 
 
 	if (!al_iteration_parse(&it, message))
 		return 0;
+	if (c->n && c->run_id && (!it.run_id || strcmp(it.run_id, c->run_id))) {
+		al_iteration_release(&it); /* an earlier run's */
+		return 1;
+	}
 	memcpy(it.oid, oid, AL_OID_HEX);
 	it.time = time;
 	AL_GROW(c->v, c->n, c->alloc);
 	c->v[c->n++] = it;
-	/* the run's first commit: its root's initial measurement */
-	return it.level == 0 && !strcmp(it.label, "0");
+	if (c->n == 1)
+		c->run_id = c->v[0].run_id;
+	return al_iteration_starts_run(&c->v[c->n - 1]);
 }
 
 int al_history_load(struct al_git *g, const char *rev, struct al_iteration **out, size_t *n)
 {
-	struct collect c = { NULL, 0, 0 };
+	struct collect c = { NULL, 0, 0, NULL };
 	int rc = al_git_walk(g, rev, NULL, collect_one, &c);
 
 	if (rc < 0) {

@@ -83,6 +83,7 @@ struct al_exec {
 	char **resume_stack; /* that stack, as the run left it */
 	size_t nresume_stack;
 	size_t commits;  /* commits made by this process */
+	bool run_committed; /* the run has a commit: the next is not its first */
 	struct al_memory *memory;          /* the run's working memory */
 	struct al_cond_cache *cond_cache;  /* condition results (SPEC §3.2) */
 	struct al_frame frames[AL_FLOW_MAX_DEPTH];

@@ -30,6 +30,8 @@ struct al_iteration {
 	char *status;
 	bool target_met;
 	char *action;
+	char *run_id;    /* NULL in commits of older versions */
+	bool run_start;
 	struct al_sensor_status *sensors;
 	size_t nsensors;
 };
@@ -42,6 +44,8 @@ struct al_commit_fields {
 	bool target_met;
 	const char *sensors;
 	const char *summary;
+	const char *run_id; /* [run]: whose commit it is; may be NULL */
+	bool run_start;     /* [run-start]: the run's first commit, where a walk back stops */
 };
 
 void al_commit_message(struct al_strbuf *out, const struct al_commit_fields *f);
@@ -50,14 +54,21 @@ void al_commit_message(struct al_strbuf *out, const struct al_commit_fields *f);
 void al_sensors_line_add(struct al_strbuf *line, const char *name, const char *status,
 			 const char *detail);
 
+/*
+ * Whether the commit is its run's first ([run-start]; in commits of older
+ * versions, which have no [run], iteration 0 of a level-0 node).
+ */
+bool al_iteration_starts_run(const struct al_iteration *it);
+
 /* Reads a message. Returns false (and fills nothing) if it is not ailoop's. */
 bool al_iteration_parse(struct al_iteration *it, const char *message);
 void al_iteration_release(struct al_iteration *it);
 
 /*
  * The iterations of the run that ends at `rev`, oldest first: the walk goes
- * back to the run's first commit (iteration 0 of a level-0 node). Commits
- * that are not ailoop's (an agent's own) are skipped.
+ * back to the run's first commit ([run-start]; for commits of older
+ * versions, iteration 0 of a level-0 node), or to the first commit of
+ * another run. Commits that are not ailoop's (an agent's own) are skipped.
  */
 int al_history_load(struct al_git *g, const char *rev, struct al_iteration **out, size_t *n);
 void al_history_free(struct al_iteration *its, size_t n);

@@ -156,7 +156,7 @@ static int count_run_commits(const char *oid, const char *message, int64_t time,
 	(void)time;
 	++*count;
 	if (al_iteration_parse(&it, message)) {
-		stop = it.level == 0 && !strcmp(it.label, "0");
+		stop = al_iteration_starts_run(&it);
 		al_iteration_release(&it);
 	}
 	return stop;

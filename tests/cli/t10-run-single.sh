@@ -41,7 +41,11 @@ expect_eq "$(git log -1 --format=%B)" "ai-loop[fix]: iteration 4 — target met
 [status] complete
 [target-met] true
 [sensors] scope: pass (remaining=0)
-[action] target met" "final commit message"
+[action] target met
+[run] $(ls .ai-loop/runs)" "final commit message"
+expect_eq "$(git log --format=%B main..HEAD | grep -c '^\[run-start\] true')" 1 \
+	"one commit, the run's first, says it starts the run"
+expect_in "$(git log -1 --format=%B main..HEAD~4)" "[run-start] true" "the first commit starts the run"
 expect_eq "$(git log --format=%B -1 HEAD~3 | sed -n 's/^\[sensors\] //p')" \
 	"scope: fail (remaining=2)" "sensors line of iteration 1"
 

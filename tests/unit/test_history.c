@@ -328,3 +328,36 @@ Test(history, load_of_an_unknown_revision_fails)
 	al_history_free(its, n);
 	al_git_free(g);
 }
+
+/* --- runs ---------------------------------------------------------------- */
+
+Test(history, run_lines_are_written_and_read_back)
+{
+	struct al_commit_fields f = { .node_path = "main/a", .label = "0", .status = "complete",
+				      .summary = "did one", .run_id = "run_20261123_001",
+				      .run_start = true };
+	struct al_iteration it;
+	char *m = message(&f);
+
+	cr_assert(strstr(m, "[action] did one\n[run] run_20261123_001\n[run-start] true\n"));
+	cr_assert(al_iteration_parse(&it, m));
+	cr_assert_str_eq(it.run_id, "run_20261123_001");
+	cr_assert(it.run_start);
+	cr_assert(al_iteration_starts_run(&it), "a [run-start] commit starts its run");
+	al_iteration_release(&it);
+	free(m);
+	f.run_start = false;
+	m = message(&f);
+	cr_assert(al_iteration_parse(&it, m));
+	cr_assert_not(al_iteration_starts_run(&it),
+		      "with [run], only [run-start] starts a run, not a level-0 iteration 0");
+	al_iteration_release(&it);
+	free(m);
+	f.run_id = NULL;
+	f.node_path = "main";
+	m = message(&f);
+	cr_assert(al_iteration_parse(&it, m));
+	cr_assert(al_iteration_starts_run(&it), "an older commit: its root's iteration 0");
+	al_iteration_release(&it);
+	free(m);
+}
