@@ -147,24 +147,23 @@ static int run_child(struct al_node_run *nr)
 static int eval(struct al_node_run *nr, const struct al_condition *cond, bool *result)
 {
 	struct al_exec *ex = nr->ex;
-	char head[AL_OID_HEX] = "", *branch = NULL;
+	char code[65] = "";
 	const char *envp[] = { NULL, NULL, NULL, NULL };
 	char *run_dir = al_xprintf("AILOOP_RUN_DIR=%s/%s", ex->root, ex->run->dir);
 	char *node_path = al_xprintf("AILOOP_NODE_PATH=%s", nr->n->path);
 	char *run_id = al_xprintf("AILOOP_RUN_ID=%s", ex->run->st.run_id);
 	struct al_cond_env env = {
 		.memory = ex->memory, .envp = envp, .deadline_ms = nr->deadline,
-		.cache = ex->cond_cache, .node_path = nr->n->path, .tree = head,
+		.cache = ex->cond_cache, .node_path = nr->n->path, .tree = code,
 	};
 	int rc;
 
 	envp[0] = run_dir;
 	envp[1] = node_path;
 	envp[2] = run_id;
-	/* every step commits, so HEAD's commit names the tree a condition sees */
-	if (al_git_head(ex->git, &branch, head) < 0)
-		head[0] = '\0';
-	free(branch);
+	/* every step commits, so HEAD's tree is the tree a condition sees */
+	if (al_git_code_id(ex->git, code) < 0)
+		code[0] = '\0';
 	rc = al_condition_eval(cond, &env, result);
 	free(run_dir);
 	free(node_path);

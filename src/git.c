@@ -1,6 +1,7 @@
 #include "ailoop/git.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/proc.h"
+#include "ailoop/sha256.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
@@ -840,6 +841,50 @@ int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_s
 done:
 	git_blob_free(blob);
 	git_tree_entry_free(entry);
+	git_tree_free(tree);
+	git_object_free(obj);
+	return rc;
+}
+
+/* "name id" of each entry of `tree` but `skip`, under `prefix`. */
+static void list_entries(struct al_strbuf *out, const git_tree *tree, const char *prefix,
+			 const char *skip)
+{
+	char hex[GIT_OID_HEXSZ + 1];
+
+	for (size_t i = 0; i < git_tree_entrycount(tree); i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
+
+		if (!strcmp(git_tree_entry_name(e), skip))
+			continue;
+		git_oid_tostr(hex, sizeof(hex), git_tree_entry_id(e));
+		al_strbuf_addf(out, "%s%s %o %s\n", prefix, git_tree_entry_name(e),
+			       (unsigned)git_tree_entry_filemode(e), hex);
+	}
+}
+
+int al_git_code_id(struct al_git *g, char hex[65])
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	git_object *obj = NULL;
+	git_tree *tree = NULL, *own = NULL;
+	const git_tree_entry *e;
+	int rc = 0;
+
+	if (git_revparse_single(&obj, g->repo, "HEAD") < 0 ||
+	    git_object_peel((git_object **)&tree, obj, GIT_OBJECT_TREE) < 0) {
+		rc = al_err(AL_ENOTFOUND, "no commit at HEAD");
+		goto done;
+	}
+	list_entries(&sb, tree, "", ".ai-loop");
+	e = git_tree_entry_byname(tree, ".ai-loop");
+	if (e && git_tree_entry_type(e) == GIT_OBJECT_TREE &&
+	    git_tree_lookup(&own, g->repo, git_tree_entry_id(e)) == 0)
+		list_entries(&sb, own, ".ai-loop/", "runs");
+	al_sha256_hex(sb.buf ? sb.buf : "", sb.len, hex);
+done:
+	al_strbuf_release(&sb);
+	git_tree_free(own);
 	git_tree_free(tree);
 	git_object_free(obj);
 	return rc;

@@ -1,9 +1,11 @@
 #include "ailoop/exec.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/md.h"
+#include "ailoop/memory.h"
 #include "ailoop/sha256.h"
 #include "ailoop/util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +92,7 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 	nr->task = al_strdup(task);
 	nr->st.run_id = al_strdup(ex->run->st.run_id);
 	nr->st.node_id = al_strdup(n->id);
+	nr->st.type = al_strdup(al_node_type_name(n->type));
 	nr->st.node_path = al_strdup(n->path);
 	nr->st.parent_path = al_strdup(n->parent ? n->parent->path : "root");
 	nr->st.level = n->depth;
@@ -99,7 +102,7 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 	nr->st.phase = phase;
 	nr->st.status = al_strdup("running");
 	nr->st.child_entry = child_entry;
-	nr->st.max_iterations = n->max_iterations;
+	nr->st.max_iterations = is_loop(n) ? n->max_iterations : 0;
 	nr->st.started_at = al_strdup(now);
 	al_sha256_hex(nr->task, strlen(nr->task), task_sha);
 	nr->st.task_sha256 = al_strdup(task_sha);
@@ -187,12 +190,20 @@ static int iterations_of(const struct al_node_run *nr)
 	return nr->st.iteration;
 }
 
-/* What a node that ended tells the run: its end event. */
+/* What a node that ended tells the run: its end event, and working memory. */
 static void ended(struct al_node_run *nr)
 {
 	const char *status = nr->st.status;
 	bool ok = !strcmp(status, "complete");
+	char *key = al_xprintf("nodes.%s.status", nr->n->id), iterations[16];
 
+	snprintf(iterations, sizeof(iterations), "%d", iterations_of(nr));
+	if (al_memory_set(nr->ex->memory, key, status, false, "ailoop", "node_result") == 0) {
+		free(key);
+		key = al_xprintf("nodes.%s.iterations", nr->n->id);
+		al_memory_set(nr->ex->memory, key, iterations, true, "ailoop", "node_result");
+	}
+	free(key);
 	al_run_event(nr->ex->run, ok ? "node_complete" : "node_failed",
 		     "{s:s, s:s, s:s, s:i, s:s}", "node", nr->n->path, "label", nr->st.label,
 		     "status", status, "iterations", iterations_of(nr), "summary",

@@ -55,6 +55,7 @@ static int node_state_from(struct al_node_state *st, struct al_md *md, const cha
 	st->started_at = dup_or_null(al_md_str(md, "started-at"));
 	st->initial_sensors = dup_or_null(al_md_str(md, "initial-sensors"));
 	st->task_sha256 = dup_or_null(al_md_str(md, "task-sha256"));
+	st->type = dup_or_null(al_md_str(md, "type"));
 	st->branch = dup_or_null(al_md_str(md, "branch"));
 	st->base_commit = dup_or_null(al_md_str(md, "base-commit"));
 	st->done = dup_or_null(al_md_str(md, "children-done"));
@@ -119,6 +120,8 @@ int al_node_state_write(const struct al_node_state *st, const char *path, const 
 	al_fm_str(fm, "label", st->label);
 	al_fm_str(fm, "phase", al_phase_names[st->phase]);
 	al_fm_str(fm, "status", st->status);
+	if (st->type)
+		al_fm_str(fm, "type", st->type);
 	al_fm_int(fm, "max-iterations", st->max_iterations);
 	al_fm_str(fm, "run-id", st->run_id);
 	al_fm_str(fm, "node-id", st->node_id);
@@ -163,6 +166,7 @@ void al_node_state_release(struct al_node_state *st)
 	free(st->started_at);
 	free(st->initial_sensors);
 	free(st->task_sha256);
+	free(st->type);
 	free(st->branch);
 	free(st->base_commit);
 	free(st->done);

@@ -78,6 +78,13 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
  */
 int al_git_restore(struct al_git *g, const char *commit_hex, const char *keep);
 
+/*
+ * An identity of the code at HEAD: the hash of its tree's entries but
+ * ailoop's runs (.ai-loop/runs/), which every commit changes. Equal ids,
+ * the same files: what a cached condition result was computed on.
+ */
+int al_git_code_id(struct al_git *g, char hex[65]);
+
 /* The full message of a revision ("HEAD", a branch, an id). Caller frees. */
 int al_git_message(struct al_git *g, const char *rev, char **message);
 

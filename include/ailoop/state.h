@@ -47,6 +47,7 @@ struct al_node_state {
 	char *task_sha256;     /* of task.md, so that a damaged one is noticed */
 	bool failed;           /* an agent failed under on_error fail-fast, … */
 	enum al_phase failed_phase; /* … in this phase: a retry runs it again */
+	char *type;            /* the node's type ("loop", "sequence", …); NULL in older states */
 	/* control nodes */
 	int child;             /* the child being run (index among the node's children) */
 	char *branch;          /* conditional: "true" or "false" once evaluated */

@@ -123,7 +123,9 @@ static void print_agent(const struct al_flow *flow, const char *role, const char
 	putchar('\n');
 }
 
-static void print_plan(const struct al_flow *flow, const struct al_node *n, int depth)
+static void print_plan(const struct al_flow *flow, const struct al_node *n, int depth);
+
+static void print_sensor_loop(const struct al_flow *flow, const struct al_node *n, int depth)
 {
 	printf("%*s%s: %s loop, at most %d iteration%s", depth * 2, "", n->path,
 	       n->sensors_parallel ? "parallel-sensor" : "sensor", n->max_iterations,
@@ -144,6 +146,53 @@ static void print_plan(const struct al_flow *flow, const struct al_node *n, int 
 		       depth * 2 + 2, "");
 		print_plan(flow, n->child, depth + 1);
 	}
+}
+
+/* A ReAcTree node: its kind, what decides, then its children. */
+static void print_control(const struct al_flow *flow, const struct al_node *n, int depth)
+{
+	static const char *const exits[] = { "condition_true", "condition_false", "manual_break" };
+	struct al_strbuf cond = AL_STRBUF_INIT;
+
+	if (n->condition)
+		al_condition_describe(n->condition, &cond);
+	printf("%*s%s: %s", depth * 2, "", n->path,
+	       n->type == AL_NODE_LOOP ? "loop-until" : al_node_type_name(n->type));
+	if (n->type == AL_NODE_LOOP)
+		printf(", at most %d iteration%s, exit on %s", n->max_iterations,
+		       n->max_iterations == 1 ? "" : "s", exits[n->exit_on]);
+	if (cond.len)
+		printf(" (%s)", cond.buf);
+	if (n->type == AL_NODE_ACTION && n->skill)
+		printf(", skill %s", n->skill);
+	if (n->timeout_seconds)
+		printf(", timeout %ds", n->timeout_seconds);
+	putchar('\n');
+	al_strbuf_release(&cond);
+	if (n->type == AL_NODE_ACTION) {
+		if (n->break_loop)
+			printf("%*sends the nearest loop\n", depth * 2 + 2, "");
+		else
+			print_agent(flow, "action", NULL, &n->action_agent, depth + 1);
+	}
+	if (n->then_branch || n->else_branch) {
+		printf("%*sthen: %s\n", depth * 2 + 2, "", n->then_branch ? "" : "(nothing)");
+		if (n->then_branch)
+			print_plan(flow, n->then_branch, depth + 2);
+		printf("%*selse: %s\n", depth * 2 + 2, "", n->else_branch ? "" : "(nothing)");
+		if (n->else_branch)
+			print_plan(flow, n->else_branch, depth + 2);
+	}
+	for (size_t i = 0; i < n->nchildren; i++)
+		print_plan(flow, n->children[i], depth + 1);
+}
+
+static void print_plan(const struct al_flow *flow, const struct al_node *n, int depth)
+{
+	if (n->type == AL_NODE_LOOP && n->sensor_form)
+		print_sensor_loop(flow, n, depth);
+	else
+		print_control(flow, n, depth);
 }
 
 static int count_run_commits(const char *oid, const char *message, int64_t time, void *data)

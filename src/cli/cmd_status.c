@@ -105,8 +105,9 @@ static int print_json(const struct al_run_state *st, const struct nodes *ns, con
 	for (size_t i = 0; i < ns->n; i++) {
 		const struct al_node_state *s = &ns->v[i];
 
-		json_array_append_new(nodes, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:b}",
-						       "node_path", s->node_path, "label", s->label,
+		json_array_append_new(nodes, json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:s, s:b}",
+						       "node_path", s->node_path, "type",
+						       s->type ? s->type : "loop", "label", s->label,
 						       "iteration", s->iteration, "max_iterations",
 						       s->max_iterations, "phase",
 						       al_phase_names[s->phase], "status", s->status,
@@ -163,7 +164,10 @@ static void print_text(const struct al_run_state *st, const struct nodes *ns, co
 		const struct al_node_state *s = &ns->v[i];
 		char it[32];
 
-		snprintf(it, sizeof(it), "%d of %d", s->iteration, s->max_iterations);
+		if (s->type && strcmp(s->type, "loop")) /* runs once in its label */
+			snprintf(it, sizeof(it), "%s", s->type);
+		else
+			snprintf(it, sizeof(it), "%d of %d", s->iteration, s->max_iterations);
 		printf("  %*s%-*s %-8s %-11s %-10s %s\n", s->level * 2, "", 32 - s->level * 2,
 		       s->node_path, s->label, it, al_phase_names[s->phase], s->status);
 	}

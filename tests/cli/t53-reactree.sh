@@ -39,6 +39,12 @@ commit_all "$R"
 cd "$R"
 before=$(code_tree "$R")
 
+run "$AILOOP" run --dry-run "walk the tree"
+expect_rc 0 "a dry run of ReAcTree nodes"
+expect_in "$out" "main/pick: fallback" "the plan shows control nodes"
+expect_in "$out" "main/rep: loop-until, at most 2 iterations" "the plan shows a loop-until"
+expect_in "$out" "main/tx/t2: action, skill fail-tx" "the plan shows actions"
+
 run "$AILOOP" run "walk the tree"
 expect_rc 1 "a sequence that fails ends the run without success"
 expect_eq "$(tr '\n' ' ' <"$TRAIL")" "one fail-1 status-fail-1 two rep fail-rep rep fail-rep write-tx fail-tx " \
@@ -57,5 +63,14 @@ expect_in "$(grep -o '"event":"[a-z_]*"' .ai-loop/runs/*/events.jsonl | sort -u 
 	'"event":"transaction_rollback"' "rollback event"
 st=$(cat .ai-loop/runs/*/run-state.md)
 expect_in "$st" "status: failed" "the run's status"
+
+run "$AILOOP" status
+expect_in "$out" "main/pick                      0        fallback    done       complete" \
+	"status shows a control node, its type and how it ended"
+expect_in "$out" "main/rep                       2        2 of 2      commit     complete" \
+	"status shows a loop's iterations"
+run "$AILOOP" log --oneline
+expect_in "$out" "main/pick/ok" "log shows actions"
+expect_eq "$(printf '%s\n' "$out" | grep -c .)" 14 "log shows every commit of the run"
 
 finish

@@ -1,0 +1,107 @@
+#include "ailoop/git.h"
+#include "unit.h"
+
+/* The parts of git.c a transaction and the condition cache stand on. */
+static struct al_git *g;
+
+static void sh(const char *cmd)
+{
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void setup(void)
+{
+	unit_hang_guard(30);
+	unit_enter_tmpdir();
+	setenv("GIT_AUTHOR_NAME", "t", 1);
+	setenv("GIT_AUTHOR_EMAIL", "t@t", 1);
+	setenv("GIT_COMMITTER_NAME", "t", 1);
+	setenv("GIT_COMMITTER_EMAIL", "t@t", 1);
+	sh("git init -q -b main . && printf 'a\\n' >a.txt && printf 'b\\n' >b.txt && "
+	   "mkdir -p .ai-loop/runs/r sub && printf 'x\\n' >.ai-loop/runs/r/state && "
+	   "printf 'k\\n' >.ai-loop/flow.yaml && printf 's\\n' >sub/s.txt && "
+	   "git add -A && git commit -q -m one");
+	cr_assert_eq(al_git_open(&g), 0, "%s", al_errmsg());
+}
+
+static void teardown(void)
+{
+	al_git_free(g);
+	unit_leave_tmpdir();
+}
+
+TestSuite(git, .init = setup, .fini = teardown);
+
+/* The content of a file (a static buffer). */
+static const char *unit_read(const char *path)
+{
+	static char buf[4096];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	cr_assert_not_null(f, "cannot read %s", path);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static char *head(void)
+{
+	char *branch = NULL, oid[AL_OID_HEX];
+
+	cr_assert_eq(al_git_head(g, &branch, oid), 0);
+	free(branch);
+	return al_strdup(oid);
+}
+
+Test(git, code_id_ignores_the_runs_and_follows_the_code)
+{
+	char one[65], two[65], three[65];
+
+	cr_assert_eq(al_git_code_id(g, one), 0, "%s", al_errmsg());
+	sh("printf 'y\\n' >.ai-loop/runs/r/state && git commit -q -am runs");
+	cr_assert_eq(al_git_code_id(g, two), 0);
+	cr_assert_str_eq(one, two, "a commit of ailoop's runs alone is the same code");
+	sh("printf 'k2\\n' >.ai-loop/flow.yaml && git commit -q -am flow");
+	cr_assert_eq(al_git_code_id(g, three), 0);
+	cr_assert_str_neq(two, three, "the flow is code");
+	sh("chmod +x a.txt && git commit -q -am mode");
+	cr_assert_eq(al_git_code_id(g, one), 0);
+	cr_assert_str_neq(one, three, "a mode change is a change");
+}
+
+Test(git, restore_puts_back_the_tree_of_a_commit_but_the_runs)
+{
+	char *base = head(), *before = NULL;
+	FILE *p;
+	char buf[4096];
+	size_t n;
+
+	p = popen("git ls-files -s | grep -v 'ai-loop/runs/' | sort", "r");
+	n = fread(buf, 1, sizeof(buf) - 1, p);
+	buf[n] = '\0';
+	pclose(p);
+	before = al_strdup(buf);
+	sh("printf 'changed\\n' >>a.txt && chmod +x b.txt && rm -r sub && mkdir -p new/deep && "
+	   "printf 'n\\n' >new/deep/n.txt && ln -s a.txt link && printf 'z\\n' >.ai-loop/runs/r/state "
+	   "&& git add -A && git commit -q -m work && printf 'u\\n' >untracked.txt");
+	cr_assert_eq(al_git_restore(g, base, ".ai-loop/runs"), 0, "%s", al_errmsg());
+	cr_assert_str_eq(unit_read("a.txt"), "a\n", "content back");
+	cr_assert_str_eq(unit_read("sub/s.txt"), "s\n", "deleted directory back");
+	cr_assert_neq(access("new", F_OK), 0, "new directories gone");
+	cr_assert_neq(access("untracked.txt", F_OK), 0, "untracked files gone");
+	cr_assert_neq(access("link", F_OK), 0, "new symlinks gone");
+	cr_assert_str_eq(unit_read(".ai-loop/runs/r/state"), "z\n", "the runs are not rolled back");
+	sh("test ! -x b.txt");
+	sh("git add -A . ':!.ai-loop/runs'");
+	p = popen("git ls-files -s | grep -v 'ai-loop/runs/' | sort", "r");
+	n = fread(buf, 1, sizeof(buf) - 1, p);
+	buf[n] = '\0';
+	pclose(p);
+	cr_assert_str_eq(buf, before, "the index is the commit's, byte for byte");
+	cr_assert_eq(al_git_restore(g, base, ".ai-loop/runs"), 0, "restoring twice is harmless");
+	cr_assert_eq(al_git_restore(g, "not-a-commit", NULL), AL_EINVALID);
+	free(before);
+	free(base);
+}
