@@ -68,37 +68,6 @@ static int break_loop(struct al_node_run *nr)
 			      false, NULL);
 }
 
-/* The output's first meaningful line, or its front matter's summary. */
-static char *summarize(const struct al_md *md, const char *fallback)
-{
-	const char *s = al_md_str(md, "summary");
-	char *out = NULL;
-
-	if (s)
-		out = al_strdup(s);
-	else if (md->body_len) {
-		char *body = al_md_trim_lines(md->body, md->body_len);
-		const char *p = body;
-
-		while (*p == '#' || *p == ' ' || *p == '\n')
-			p++;
-		out = al_strndup(p, strcspn(p, "\n"));
-		free(body);
-	}
-	if (!out || !*out) {
-		free(out);
-		out = al_strdup(fallback);
-	}
-	al_utf8_cut(out, 100);
-	if (!al_utf8_valid(out, strlen(out))) {
-		struct al_strbuf utf8 = AL_STRBUF_INIT;
-
-		al_utf8_repair(&utf8, out, strlen(out));
-		free(out);
-		out = al_strbuf_detach(&utf8, NULL);
-	}
-	return out;
-}
 
 /* `output_to_memory`: the output's body, under that key. */
 static void to_memory(struct al_node_run *nr, const struct al_md *md)
@@ -161,7 +130,7 @@ static int act(struct al_node_run *nr)
 
 		if (said && !strcmp(said, "fail"))
 			status = "failed";
-		summary = summarize(&md, "action");
+		summary = al_output_summary(out, "action");
 		if (nr->n->output_to_memory && !strcmp(status, "complete"))
 			to_memory(nr, &md);
 	} else {

@@ -155,6 +155,7 @@ static int eval(struct al_node_run *nr, const struct al_condition *cond, bool *r
 	struct al_cond_env env = {
 		.memory = ex->memory, .envp = envp, .deadline_ms = nr->deadline,
 		.cache = ex->cond_cache, .node_path = nr->n->path, .tree = code,
+		.record = ex->agents_file,
 	};
 	int rc;
 
@@ -178,6 +179,8 @@ static int choose(struct al_node_run *nr)
 	bool met = false;
 	int rc = eval(nr, nr->n->condition, &met);
 
+	if (rc == AL_ETIMEOUT)
+		return fail(nr, "timeout", al_errmsg());
 	if (rc < 0)
 		return rc == AL_EINTR ? rc : fail(nr, "failed", al_errmsg());
 	al_condition_describe(nr->n->condition, &what);
@@ -209,7 +212,9 @@ static int judge(struct al_node_run *nr)
 		leave = met = v && !strcmp(v, "true");
 		free(key);
 	} else if (n->condition) {
-		if ((rc = eval(nr, n->condition, &met)) < 0)
+		if ((rc = eval(nr, n->condition, &met)) == AL_ETIMEOUT)
+			return finish(nr, "timeout", al_errmsg());
+		if (rc < 0)
 			return rc == AL_EINTR ? rc : finish(nr, "failed", al_errmsg());
 		leave = met == (n->exit_on == AL_EXIT_CONDITION_TRUE);
 	} else {

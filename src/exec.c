@@ -267,12 +267,10 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 	rc = al_mkdirs(logs);
 	free(logs);
 	ex->agents_file = al_xprintf("%s/" AL_RUN_AGENTS_FILE, ex->run->dir);
-	if (rc < 0)
+	if (rc < 0 || (rc = al_memory_open(&ex->memory, ex->run->dir)) < 0)
 		goto done;
 	cache = al_xprintf("%s/" AL_COND_CACHE_FILE, ex->run->dir);
-	rc = al_memory_open(&ex->memory, ex->run->dir);
-	if (rc == 0)
-		rc = al_cond_cache_open(&ex->cond_cache, cache);
+	rc = al_cond_cache_open(&ex->cond_cache, cache);
 	free(cache);
 	if (rc < 0)
 		goto done;

@@ -1,5 +1,7 @@
 #include "ailoop/git.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/condition.h"
+#include "ailoop/memory.h"
 #include "ailoop/proc.h"
 #include "ailoop/sha256.h"
 #include "ailoop/strbuf.h"
@@ -277,9 +279,11 @@ int al_git_check_head(struct al_git *g, const char *own_dir)
 }
 
 /*
- * Files of a run that never go into history: lock files; the event log,
- * which only grows; and agents' logs and prompts (logs/), which can be
- * large and say nothing the outputs and messages do not.
+ * Files of a run that never go into history: lock files; the event log
+ * and the working memory, which only grow; the cache of condition results,
+ * which only grows and is keyed by the trees it was computed on; and
+ * agents' logs and prompts (logs/), which can be large and say nothing the
+ * outputs and messages do not.
  */
 static bool unrecorded(const char *path)
 {
@@ -288,7 +292,9 @@ static bool unrecorded(const char *path)
 	base = base ? base + 1 : path;
 	return al_starts_with(path, ".ai-loop/runs/") &&
 	       (!strcmp(base, "lock") || al_ends_with(base, ".lock") ||
-		!strcmp(base, "events.jsonl") || strstr(path, "/logs/"));
+		!strcmp(base, "events.jsonl") || !strcmp(base, AL_MEMORY_FILE) ||
+		!strcmp(base, AL_COND_CACHE_FILE) ||
+		strstr(path, "/logs/"));
 }
 
 int al_git_dirty(struct al_git *g, char **path)

@@ -1,7 +1,9 @@
 #include "ailoop/invoke.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/md.h"
 #include "ailoop/util.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,7 +32,8 @@ void al_sensors_section(struct al_strbuf *out, const struct al_node *node, const
 
 /* The value of placeholder `name`, or NULL to leave "{name}" as written. */
 static const char *placeholder(const struct al_call_ctx *c, const struct al_exec *ex,
-			       const char *name, size_t len, const char *task_file)
+			       const char *name, size_t len, const char *task_file,
+			       const char *memory)
 {
 	struct {
 		const char *name;
@@ -46,7 +49,7 @@ static const char *placeholder(const struct al_call_ctx *c, const struct al_exec
 		{ "task-file", task_file },
 		{ "iteration", c->label },
 		{ "run-id", ex->run->st.run_id },
-		{ "memory-section", "" },
+		{ "memory-section", memory },
 		{ "feedback-section", "" },
 	};
 
@@ -60,7 +63,12 @@ static void render_prompt(struct al_call *call, const struct al_exec *ex, const 
 {
 	const struct al_call_ctx *c = call->ctx;
 	const char *p = c->agent->body, *end = p + c->agent->body_len;
-	struct al_strbuf *out = &call->prompt;
+	struct al_strbuf *out = &call->prompt, memory = AL_STRBUF_INIT;
+
+	if (ex->memory && memmem(p, c->agent->body_len, "{memory-section}", 16)) {
+		al_memory_section(ex->memory, &memory);
+		al_strbuf_rtrim(&memory);
+	}
 
 	while (p < end) {
 		const char *open = memchr(p, '{', (size_t)(end - p)), *close, *val = NULL;
@@ -72,7 +80,8 @@ static void render_prompt(struct al_call *call, const struct al_exec *ex, const 
 		al_strbuf_add(out, p, (size_t)(open - p));
 		close = memchr(open, '}', (size_t)(end - open));
 		if (close)
-			val = placeholder(c, ex, open + 1, (size_t)(close - open - 1), task_file);
+			val = placeholder(c, ex, open + 1, (size_t)(close - open - 1), task_file,
+					  memory.buf);
 		if (val) {
 			al_strbuf_adds(out, val);
 			p = close + 1;
@@ -81,6 +90,7 @@ static void render_prompt(struct al_call *call, const struct al_exec *ex, const 
 			p = open + 1;
 		}
 	}
+	al_strbuf_release(&memory);
 	al_strbuf_rtrim(out);
 	/* the facts an agent needs even when its file names no placeholder */
 	al_strbuf_addf(out, "\n\n---\nailoop: you are the %s%s%s of node '%s', iteration %s of run %s.\n"
@@ -186,6 +196,7 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	add_env(&call->env, &nenv, "AILOOP_NODE_ID", c->node->id);
 	add_env(&call->env, &nenv, "AILOOP_ITERATION", c->label);
 	add_env(&call->env, &nenv, "AILOOP_ROLE", al_role_names[c->role]);
+	add_env(&call->env, &nenv, "AILOOP_AGENT", a->name ? a->name : a->path);
 	add_env(&call->env, &nenv, "AILOOP_ARTIFACTS", abs_dir);
 	add_env(&call->env, &nenv, "AILOOP_INPUT", abs_in);
 	add_env(&call->env, &nenv, "AILOOP_OUTPUT", abs_out);
@@ -211,10 +222,85 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	call->spec.tick_data = ex->progress;
 	call->spec.record = ex->agents_file;
 	call->progress = ex->progress;
+	call->memory = ex->memory;
 	call->res = (struct al_proc_result)AL_PROC_RESULT_INIT;
 done:
 	free(task_file);
 	free(logs);
+	return rc;
+}
+
+/* A YAML value as JSON: plain scalars that read as numbers, booleans or null as those. */
+static json_t *yaml_to_json(const struct al_val *v)
+{
+	json_t *j;
+
+	if (v->kind == AL_VAL_SEQ) {
+		j = json_array();
+		for (size_t i = 0; i < v->n; i++)
+			json_array_append_new(j, yaml_to_json(v->items[i]));
+		return j;
+	}
+	if (v->kind == AL_VAL_MAP) {
+		j = json_object();
+		for (size_t i = 0; i < v->n; i++)
+			json_object_set_new(j, AL_VAL_KEY(v, i)->str, yaml_to_json(AL_VAL_VALUE(v, i)));
+		return j;
+	}
+	if (v->style == AL_STYLE_PLAIN) {
+		bool b;
+
+		if (al_val_is_null(v))
+			return json_null();
+		if (al_val_bool(v, &b))
+			return json_boolean(b);
+		j = json_loads(v->str, JSON_DECODE_ANY, NULL);
+		if (json_is_number(j))
+			return j;
+		json_decref(j);
+	}
+	j = json_stringn(v->str, v->len);
+	return j ? j : json_null();
+}
+
+/*
+ * The `memory:` map of an agent's output front matter, into working memory.
+ * An entry that cannot be kept (a bad key) is skipped with a note: the
+ * agent did its work, and its other entries still count.
+ */
+static int remember_output(struct al_call *call)
+{
+	const struct al_call_ctx *c = call->ctx;
+	const char *who = c->agent->name ? c->agent->name : c->agent->path; /* = AILOOP_AGENT */
+	struct al_md md = AL_MD_INIT;
+	const struct al_val *map;
+	int rc = 0;
+
+	if (!call->memory || al_md_read(&md, c->output) < 0 || !(map = al_md_get(&md, "memory")))
+		goto done;
+	if (map->kind != AL_VAL_MAP) {
+		al_progress_note(call->progress, "ailoop: [%s] %s: %s '%s': 'memory' in '%s' is %s, "
+				 "not a mapping: ignored", c->label, c->node->path,
+				 al_role_names[c->role], c->agent->path, c->output,
+				 al_val_describe(map));
+		goto done;
+	}
+	for (size_t i = 0; i < map->n && rc == 0; i++) {
+		json_t *value = yaml_to_json(AL_VAL_VALUE(map, i));
+
+		rc = al_memory_set_json(call->memory, AL_VAL_KEY(map, i)->str, value, who,
+					"observation");
+		if (rc == AL_EINVALID) {
+			al_progress_note(call->progress, "ailoop: [%s] %s: %s '%s': memory entry of "
+					 "'%s' skipped: %s", c->label, c->node->path,
+					 al_role_names[c->role], c->agent->path, c->output,
+					 al_errmsg());
+			rc = 0;
+		}
+		json_decref(value);
+	}
+done:
+	al_md_release(&md);
 	return rc;
 }
 
@@ -257,7 +343,7 @@ int al_call_finish(struct al_call *call)
 	if (r->exit_code)
 		return al_err(AL_EAGENT, "%s '%s' failed with exit status %d (log: %s)", who,
 			      c->agent->path, r->exit_code, call->log_path);
-	return 0;
+	return remember_output(call);
 }
 
 void al_call_release(struct al_call *call)
@@ -281,4 +367,39 @@ int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_cal
 	if (rc < 0 && rc != AL_EINTR)
 		return rc;
 	return al_call_finish(call);
+}
+
+char *al_output_summary(const char *path, const char *fallback)
+{
+	struct al_md md = AL_MD_INIT;
+	const char *s = NULL, *p, *end;
+	char *out = NULL;
+
+	if (al_md_read(&md, path) == 0) {
+		s = al_md_str(&md, "summary");
+		for (p = md.body, end = md.body + md.body_len; !s && p < end;) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			const char *eol = nl ? nl : end, *q = p;
+
+			while (q < eol && isspace((unsigned char)*q))
+				q++;
+			if (q < eol && *q != '#' && strncmp(q, "---", 3) && strncmp(q, "```", 3)) {
+				out = al_strndup(q, (size_t)(eol - q));
+				break;
+			}
+			p = nl ? nl + 1 : end;
+		}
+	}
+	if (!out)
+		out = al_strdup(s ? s : fallback);
+	al_utf8_cut(out, 100); /* a commit subject, not the whole story */
+	al_md_release(&md);
+	if (!al_utf8_valid(out, strlen(out))) { /* it goes into YAML, JSON and git */
+		struct al_strbuf utf8 = AL_STRBUF_INIT;
+
+		al_utf8_repair(&utf8, out, strlen(out));
+		free(out);
+		out = al_strbuf_detach(&utf8, NULL);
+	}
+	return out;
 }

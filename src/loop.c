@@ -3,11 +3,9 @@
 #include "ailoop/invoke.h"
 #include "ailoop/md.h"
 #include "ailoop/sensor.h"
-#include "ailoop/sha256.h"
 #include "ailoop/signals.h"
 #include "ailoop/util.h"
 
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,41 +25,6 @@ static char *path_in(const struct al_node_run *lp, const char *file)
 	return al_xprintf("%s/%s", lp->dir, file);
 }
 
-/* The first meaningful line of an agent's output: what it did. */
-static char *summarize(const char *path, const char *fallback)
-{
-	struct al_md md = AL_MD_INIT;
-	const char *s = NULL, *p, *end;
-	char *out = NULL;
-
-	if (al_md_read(&md, path) == 0) {
-		s = al_md_str(&md, "summary");
-		for (p = md.body, end = md.body + md.body_len; !s && p < end;) {
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-			const char *eol = nl ? nl : end, *q = p;
-
-			while (q < eol && isspace((unsigned char)*q))
-				q++;
-			if (q < eol && *q != '#' && strncmp(q, "---", 3) && strncmp(q, "```", 3)) {
-				out = al_strndup(q, (size_t)(eol - q));
-				break;
-			}
-			p = nl ? nl + 1 : end;
-		}
-	}
-	if (!out)
-		out = al_strdup(s ? s : fallback);
-	al_utf8_cut(out, 100); /* a commit subject, not the whole story */
-	al_md_release(&md);
-	if (!al_utf8_valid(out, strlen(out))) { /* it goes into YAML, JSON and git */
-		struct al_strbuf utf8 = AL_STRBUF_INIT;
-
-		al_utf8_repair(&utf8, out, strlen(out));
-		free(out);
-		out = al_strbuf_detach(&utf8, NULL);
-	}
-	return out;
-}
 
 /* result-output.md below its head: what a parent's controller reads. */
 static void result_body(struct al_node_run *lp, const char *message, struct al_strbuf *sb)
@@ -373,7 +336,7 @@ static int actuate(struct al_node_run *lp)
 		rc = al_call_run(ex, &ctx, &call);
 		al_call_release(&call);
 		if (rc == 0)
-			summary = summarize(out, "actuation");
+			summary = al_output_summary(out, "actuation");
 		free(in);
 		free(out);
 		if (rc == AL_EAGENT)

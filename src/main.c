@@ -44,6 +44,23 @@ const struct al_command al_commands[] = {
 	  "Walks the commits of the current branch (or the run's branch, or NAME) back to\n"
 	  "the run's first commit and prints each iteration indented by level: label,\n"
 	  "node, summary and sensors. --node keeps one node and its children.\n" },
+	{ "memory", cmd_memory, "get KEY | set KEY VALUE [--json] | list [--json]",
+	  "read and write the working memory of the run (for agents)",
+	  "Agents share facts through the run's working memory (memory.jsonl in the run's\n"
+	  "directory, found through AILOOP_RUN_DIR, which ailoop sets for every agent).\n"
+	  "  get KEY          print the newest value of KEY; exit 1, printing nothing, if\n"
+	  "                   it has none\n"
+	  "  set KEY VALUE    store VALUE as a string, or with --json as the JSON value\n"
+	  "                   it is (checked); the last write of a key wins\n"
+	  "  list             print every key and its value, key<TAB>value, in key order;\n"
+	  "                   --json prints one JSON object\n"
+	  "A key is 1 to 256 bytes of UTF-8 without control characters. A VALUE that\n"
+	  "begins with '-' follows '--' (ailoop memory set n --json -- -1). Values that\n"
+	  "are not strings print as JSON. Any number of agents may write at once; each\n"
+	  "entry names its writer, AILOOP_AGENT (set for agents) or 'ailoop memory'.\n\n"
+	  "exit status: 0 done; 1 get: the key has no value; 64 usage error (also a bad\n"
+	  "key or bad JSON, and outside a run: AILOOP_RUN_DIR not set); 66 the run\n"
+	  "directory does not exist; 70 the memory file cannot be read or written.\n" },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 

@@ -120,7 +120,7 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 	if (n->type == AL_NODE_LOOP)
 		al_progress_note(ex->progress, "ailoop: [%s] %s: loop starts (at most %d "
 				 "iterations)", nr->st.label, n->path, n->max_iterations);
-	else
+	else if (n->type != AL_NODE_ACTION) /* an action's step says it all */
 		al_progress_note(ex->progress, "ailoop: [%s] %s: %s starts", nr->st.label, n->path,
 				 al_node_type_name(n->type));
 	return rc;
@@ -217,13 +217,15 @@ int al_node_finish(struct al_node_run *nr, const char *status, const char *messa
 	char *path = al_xprintf("%s/result-output.md", nr->dir);
 	int rc;
 
+	/* either may be the node's own field, which setting it frees */
 	al_set_str(&nr->st.status, status);
 	al_set_str(&nr->st.summary, message);
-	al_exec_result_head(&sb, nr->ex, nr->n, status, nr->st.target_met, iterations_of(nr));
+	al_exec_result_head(&sb, nr->ex, nr->n, nr->st.status, nr->st.target_met,
+			    iterations_of(nr));
 	if (body)
 		al_strbuf_adds(&sb, body);
 	else
-		al_strbuf_addf(&sb, "## Summary\n\n%s\n", message);
+		al_strbuf_addf(&sb, "## Summary\n\n%s\n", nr->st.summary);
 	rc = al_write_atomic(path, sb.buf, sb.len);
 	al_strbuf_release(&sb);
 	free(path);

@@ -1,5 +1,7 @@
 #include "ailoop/run.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/condition.h"
+#include "ailoop/memory.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
@@ -40,7 +42,7 @@ static int ignore_unrecorded(void)
 {
 	static const char text[] =
 		"# ailoop: files of runs that stay out of history\n"
-		"lock\n*.lock\nevents.jsonl\nlogs/\n";
+		"lock\n*.lock\nevents.jsonl\n" AL_MEMORY_FILE "\n" AL_COND_CACHE_FILE "\nlogs/\n";
 	const char *path = AL_RUNS_DIR "/.gitignore";
 
 	return al_file_exists(path) ? 0 : al_write_atomic(path, text, sizeof(text) - 1);

@@ -3,6 +3,7 @@
 #include "ailoop/fsutil.h"
 #include "ailoop/invoke.h"
 #include "ailoop/md.h"
+#include "ailoop/memory.h"
 #include "ailoop/util.h"
 
 #include <stdlib.h>
@@ -176,6 +177,74 @@ static int check_agent_output(const struct al_sensor *s, const char *path)
 	return rc;
 }
 
+/* A metric's value as JSON: a number when it reads as one, else its text. */
+static json_t *metric_json(const struct al_val *v)
+{
+	json_t *j;
+
+	if (!v || al_val_is_null(v) || v->kind != AL_VAL_SCALAR)
+		return json_null();
+	j = json_loads(v->str, JSON_DECODE_ANY, NULL);
+	if (json_is_number(j))
+		return j;
+	json_decref(j);
+	j = json_stringn(v->str, v->len);
+	return j ? j : json_null();
+}
+
+static int remember_one(struct al_exec *ex, const char *sensor, const char *what, json_t *value)
+{
+	char *key = al_xprintf("sensors.%s.%s", sensor, what);
+	int rc = al_memory_set_json(ex->memory, key, value, "ailoop", "sensor");
+
+	free(key);
+	json_decref(value);
+	/* a key too long to keep (a sensor or metric named so): its output file has it */
+	return rc == AL_EINVALID ? 0 : rc;
+}
+
+/*
+ * sensors.<name>.status and sensors.<name>.<metric> in working memory, from
+ * the sensor's output: a metric a command sensor's output did not show is
+ * null, not the value of an earlier measurement.
+ */
+static int remember_sensor(struct al_exec *ex, const struct al_sensor *s, const char *path)
+{
+	static const char *const known[] = { "pass", "fail", "partial", "pending" };
+	const struct al_agent *a = s->ref.agent;
+	struct al_md md = AL_MD_INIT;
+	const struct al_val *metrics;
+	const char *status = NULL, *st;
+	int rc;
+
+	if (!ex->memory)
+		return 0;
+	if ((rc = al_md_read(&md, path)) < 0) {
+		al_md_release(&md);
+		return 0; /* reported by whoever reads the output */
+	}
+	st = al_md_str(&md, "status");
+	for (size_t k = 0; st && k < AL_ARRAY_SIZE(known) && !status; k++)
+		if (!strcmp(st, known[k]))
+			status = known[k];
+	rc = remember_one(ex, s->name, "status", json_string(status ? status : "fail"));
+	metrics = al_md_get(&md, "metrics");
+	if (metrics && metrics->kind != AL_VAL_MAP)
+		metrics = NULL;
+	for (size_t i = 0; metrics && i < metrics->n && rc == 0; i++) {
+		const char *name = AL_VAL_KEY(metrics, i)->str;
+
+		if (!strcmp(name, "status"))
+			continue; /* not to be mistaken for the sensor's status */
+		rc = remember_one(ex, s->name, name, metric_json(AL_VAL_VALUE(metrics, i)));
+	}
+	for (size_t i = 0; a && i < a->nmetrics && rc == 0; i++)
+		if (!metrics || !al_val_get(metrics, a->metrics[i].name))
+			rc = remember_one(ex, s->name, a->metrics[i].name, json_null());
+	al_md_release(&md);
+	return rc;
+}
+
 int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const char *dir,
 		       const char *label, const char *task, int64_t deadline)
 {
@@ -221,6 +290,8 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 				frc = write_command_output(&node->sensors[i], &calls[i]);
 			else if (frc == 0)
 				frc = check_agent_output(&node->sensors[i], outputs[i]);
+			if (frc == 0)
+				frc = remember_sensor(ex, &node->sensors[i], outputs[i]);
 			if (rc == 0 && frc < 0)
 				rc = frc; /* the first failure; an interrupt outranks it */
 		}

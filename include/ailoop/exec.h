@@ -4,6 +4,7 @@
 #include "ailoop/flow.h"
 #include "ailoop/git.h"
 #include "ailoop/history.h"
+#include "ailoop/memory.h"
 #include "ailoop/progress.h"
 #include "ailoop/run.h"
 #include "ailoop/state.h"
@@ -78,13 +79,13 @@ struct al_exec {
 	struct al_progress *progress;
 	char *root;      /* the repository root, absolute */
 	char *agents_file; /* <run>/AL_RUN_AGENTS_FILE: see al_proc_spec.record */
+	struct al_memory *memory; /* the run's working memory; NULL outside al_exec_run */
 	bool resuming;   /* nodes on the run's stack must have their state; cleared once
 			  * the innermost of them is resumed or a frame ends */
 	char **resume_stack; /* that stack, as the run left it */
 	size_t nresume_stack;
 	size_t commits;  /* commits made by this process */
 	bool run_committed; /* the run has a commit: the next is not its first */
-	struct al_memory *memory;          /* the run's working memory */
 	struct al_cond_cache *cond_cache;  /* condition results (SPEC §3.2) */
 	struct al_frame frames[AL_FLOW_MAX_DEPTH];
 	size_t nframes;

@@ -44,6 +44,7 @@ struct al_call {
 	char *prompt_path;
 	int timeout_s;
 	struct al_progress *progress;
+	struct al_memory *memory; /* where the output's `memory:` map goes; may be NULL */
 };
 
 /* Builds prompt, argv and environment; writes the prompt file. */
@@ -51,7 +52,9 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 /*
  * After the process ended: writes its log, and its stdout as the output
  * file if it wrote none (unless keep_output). Returns AL_EAGENT (with a
- * message naming the agent and its log) if it failed or timed out.
+ * message naming the agent and its log) if it failed or timed out. An
+ * agent that succeeded and whose output's front matter has a `memory:`
+ * map has each of its entries written to working memory.
  */
 int al_call_finish(struct al_call *call);
 void al_call_release(struct al_call *call);
@@ -61,5 +64,12 @@ int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_cal
 
 /* The {sensors-section} of a node: each sensor's name, output and target. */
 void al_sensors_section(struct al_strbuf *out, const struct al_node *node, const char *dir);
+
+/*
+ * What an agent did, in one line for a commit subject: its output's
+ * front matter `summary`, else the first line of its body that is not a
+ * heading or a fence, else `fallback`; at most 100 characters, UTF-8.
+ */
+char *al_output_summary(const char *path, const char *fallback);
 
 #endif

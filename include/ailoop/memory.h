@@ -18,10 +18,19 @@
  * looked, never the whole file per lookup.
  */
 #define AL_MEMORY_FILE "memory.jsonl"
+/* Longest key, in bytes; longest line of the file (one entry), in bytes. */
+#define AL_MEMORY_KEY_MAX 256
+#define AL_MEMORY_ENTRY_MAX (1 << 20)
 
 struct al_memory;
 
-/* Opens (creating if absent) the memory of the run in `run_dir`. */
+/*
+ * Opens (creating if absent) the memory of the run in `run_dir`:
+ * AL_ENOTFOUND if that directory does not exist or the file is a symbolic
+ * link. A forked child may go on using its parent's handle: its first
+ * write opens the file again, as the lock (an flock) belongs to an open
+ * file, which parent and child would otherwise share.
+ */
 int al_memory_open(struct al_memory **out, const char *run_dir);
 void al_memory_free(struct al_memory *m);
 
@@ -33,21 +42,48 @@ void al_memory_free(struct al_memory *m);
 const char *al_memory_get(struct al_memory *m, const char *key);
 
 /*
+ * The same in two steps, for many lookups at one moment (a condition):
+ * al_memory_refresh() reads what other writers appended; al_memory_peek()
+ * is then a lookup in the index alone, without a system call.
+ */
+void al_memory_refresh(struct al_memory *m);
+const char *al_memory_peek(struct al_memory *m, const char *key);
+uint64_t al_memory_peek_version(const struct al_memory *m);
+
+/*
  * Appends an entry. `value` is JSON text when `json` (checked: AL_EINVALID
  * if it is not), else a string. `agent` and `knowledge_type` may be NULL
  * ("ailoop", "observation").
  */
 int al_memory_set(struct al_memory *m, const char *key, const char *value, bool json,
 		  const char *agent, const char *knowledge_type);
-/* The same with a jansson value (borrowed). */
+/*
+ * The same with a jansson value (borrowed). AL_EINVALID (al_errmsg() says
+ * why) for a key that al_memory_check_key() refuses or an entry longer
+ * than AL_MEMORY_ENTRY_MAX; AL_ERROR if the file cannot be written. A
+ * file deleted (or replaced) since it was opened is made again (or the
+ * new one is used), and what the old one held is forgotten.
+ */
 int al_memory_set_json(struct al_memory *m, const char *key, json_t *value, const char *agent,
 		       const char *knowledge_type);
 
 /*
  * Changes whenever the memory does (by any writer): what a cached
- * condition result was computed against.
+ * condition result was computed against. It is the length of the file
+ * read so far, so every process reading the same file agrees on it.
  */
 uint64_t al_memory_version(struct al_memory *m);
+
+/*
+ * A valid key: not empty, at most AL_MEMORY_KEY_MAX bytes of UTF-8, no
+ * control characters. Returns 0 or AL_EINVALID with a message.
+ */
+int al_memory_check_key(const char *key);
+
+/* How many keys have a value. */
+size_t al_memory_count(struct al_memory *m);
+/* Every key with its newest value as JSON, in one new object (caller decrefs). */
+json_t *al_memory_object(struct al_memory *m);
 
 /* Calls `fn` for every key with its newest value, in key order. */
 void al_memory_each(struct al_memory *m, void (*fn)(const char *key, const char *value,

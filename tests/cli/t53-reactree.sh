@@ -64,6 +64,13 @@ expect_in "$(grep -o '"event":"[a-z_]*"' .ai-loop/runs/*/events.jsonl | sort -u 
 st=$(cat .ai-loop/runs/*/run-state.md)
 expect_in "$st" "status: failed" "the run's status"
 
+rd=$PWD/$(ls -d .ai-loop/runs/run_*)
+expect_eq "$(AILOOP_RUN_DIR=$rd "$AILOOP" memory get nodes.pick.status)" "complete" \
+	"the runner writes each node's status to working memory"
+expect_eq "$(AILOOP_RUN_DIR=$rd "$AILOOP" memory get nodes.rep.iterations)" "2" \
+	"and its iterations"
+expect_eq "$(AILOOP_RUN_DIR=$rd "$AILOOP" memory get nodes.t2.status)" "failed" "a failed action's"
+
 run "$AILOOP" status
 expect_in "$out" "main/pick                      0        fallback    done       complete" \
 	"status shows a control node, its type and how it ended"
