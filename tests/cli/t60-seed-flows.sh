@@ -89,8 +89,10 @@ expect_in "$(git log -1 --format=%s)" "rollback" "seed000 transaction: the rollb
 
 # --- seed 001: LOOP patterns
 
+# the loop's condition is a test_result (memory sensors.payment_service_spec.status),
+# the conditional's an observation_check of the memory key payment_service_spec
 seed seed001-01-tdd-cycle <<'PLAN'
-case $skill in rspec_run) mem sensors.payment_service_spec.status failing ;; esac
+case $skill in rspec_run) mem sensors.payment_service_spec.status failing; mem payment_service_spec failing ;; esac
 PLAN
 go
 expect_eq "$path" "$(printf 'rspec_run@rspec-specialist fix_failing_specs@backend-lead %.0s' 1 2 3 | sed 's/ $//')" \

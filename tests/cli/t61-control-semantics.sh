@@ -243,7 +243,7 @@ flow:
     - {id: setup, skill: setup}
     - id: c1
       type: conditional
-      condition: {key: level1, operator: equals, value: yes}
+      condition: {key: level1, operator: equals, value: ready}
       then:
         id: c2
         type: conditional
@@ -263,7 +263,7 @@ flow:
     - {id: last, skill: last}
 YAML
 plan <<'PLAN'
-case $skill in setup) mem level1 yes; mem level2 7; mem level3 v12 ;; esac
+case $skill in setup) mem level1 ready; mem level2 7; mem level3 v12 ;; esac
 PLAN
 go
 expect_eq "$path" "setup deep last" "conditionals: true, false, true three deep; a missing branch is success"
