@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The kill test for ReAcTree flows (as t33-kill.sh is for sensor-form
 # loops): a flow of loop-until, sequence, fallback, conditional,
-# transaction (which rolls back) and actions, whose conditions read files
-# and working memory the agents write, is killed with SIGKILL at every
+# transaction (which rolls back), break_loop and actions, whose conditions
+# read files and working memory the agents write, is killed with SIGKILL at every
 # crash point of its reference run; one `ailoop resume` must then end it
 # exactly like the reference: the same (label, node, status) sequence, the
 # same tree, a clean `git fsck --strict` and work tree, the same final
@@ -23,7 +23,7 @@ flow:
     - id: rounds
       type: loop
       max_iterations: 3
-      condition: {key: rounds.done, operator: equals, value: "yes"}
+      condition: {type: file_exists, path: "work-2*.txt"}
       children:
         - id: pick
           type: fallback
@@ -32,18 +32,20 @@ flow:
             - {id: alt, skill: alt}
         - id: check
           type: conditional
-          condition: {type: file_exists, path: "work-2*.txt"}
-          then: {id: done, skill: done}
+          condition: {key: rounds.ready, operator: equals, value: true}
+          then: {id: stop, skill: break_loop}
 YAML
 printf 'keep me\n' >"$T/template/keep.txt"
-# try fails in the first iteration, after changing the tree (rolled back)
+# try fails in the first iteration, after changing the tree (rolled back),
+# and succeeds in the second, which break_loop then ends
 cat >"$T/plan" <<'PLAN'
 case $skill in
 try)
 	creates "work-$AILOOP_ITERATION.txt"
-	[ "$AILOOP_ITERATION" = 2 ] || { creates junk/file.txt; echo changed >README; rm -f keep.txt; fails; } ;;
+	if [ "$AILOOP_ITERATION" = 2 ]; then mem rounds.ready true; else
+		creates junk/file.txt; echo changed >README; rm -f keep.txt; fails
+	fi ;;
 alt) creates alt.txt ;;
-done) mem rounds.done yes ;;
 esac
 PLAN
 export PLAN=$T/plan
@@ -61,11 +63,12 @@ total=$(wc -l <"$T/points")
 expect_eq "$ref_rc $ref_status" "0 complete" "the reference run succeeds"
 expect_eq "$(printf '%s\n' "$ref_triples" | tr '\n' ,)" "1 main/rounds/pick/tx/try failed,\
 1 main/rounds/pick/tx failed,1 main/rounds/pick/alt complete,1 main/rounds running,\
-2 main/rounds/pick/tx/try complete,2 main/rounds/check/done complete,2 main/rounds complete,\
-0 main complete," "the reference run's path"
+2 main/rounds/pick/tx/try complete,2 main/rounds complete,0 main complete," "the reference run's path"
 expect_eq "$(git ls-files | grep -v '^\.ai-loop/' | tr '\n' ' ')" \
 	"README alt.txt keep.txt work-2.txt " "the reference run's files (the rollback undid try's first)"
 expect_eq "$(cat README)" "hello" "the reference run's README is back"
+expect_eq "$(git log --format=%s | grep -c 'break_loop after 2 iterations')" 1 \
+	"the reference run's loop ends through break_loop"
 [ "$total" -gt 100 ] && pass || fail "only $total crash points in the reference run"
 
 tried=0 recovered=0
@@ -80,8 +83,8 @@ for n in $(seq 1 "$total"); do
 	[ "$rc" -eq 137 ] || problems="$problems not-killed($rc)"
 	rc=$({ "$AILOOP" resume >/dev/null 2>"$T/resume.err"; echo $?; } 2>/dev/null)
 	if [ "$rc" -eq 66 ] && grep -q "no run to resume" "$T/resume.err"; then
-		if [ -n "$(run_status)" ]; then # killed after its last commit: the run is over
-			[ "$(run_status)" = "$ref_status" ] && rc=$ref_rc
+		if "$AILOOP" status >/dev/null 2>&1; then # killed after its last commit: the run is over
+			rc=$ref_rc # (its status is checked below)
 		else # killed before the run existed: the user runs it again
 			rc=$({ "$AILOOP" run --quiet "deliver it" >/dev/null 2>"$T/resume.err"; echo $?; } 2>/dev/null)
 		fi
@@ -92,7 +95,8 @@ for n in $(seq 1 "$total"); do
 	[ "$(code_tree "$w")" = "$ref_tree" ] || problems="$problems tree"
 	git fsck --strict >/dev/null 2>&1 || problems="$problems fsck"
 	[ -z "$(git status --porcelain)" ] || problems="$problems dirty"
-	[ "$(run_status)" = "$ref_status" ] || problems="$problems status($(run_status))"
+	status=$(run_status)
+	[ "$status" = "$ref_status" ] || problems="$problems status($status)"
 	if [ -z "$problems" ]; then
 		recovered=$((recovered + 1))
 		pass
