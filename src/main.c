@@ -1,7 +1,11 @@
 #include "ailoop/cli.h"
 
+#include <git2.h>
+#include <jansson.h>
+#include <pcre2.h>
 #include <stdio.h>
 #include <string.h>
+#include <yaml.h>
 
 const struct al_command al_commands[] = {
 	{ "validate", cmd_validate, "[--flow PATH]",
@@ -74,7 +78,7 @@ static void print_main_help(FILE *out)
 	fputs("  help       show help for a command\n\n"
 	      "options:\n"
 	      "  -h, --help     show this help\n"
-	      "      --version  print the version\n\n"
+	      "      --version  print the version and those of the libraries\n\n"
 	      "exit status:\n"
 	      "   0  target met / flow succeeded\n"
 	      "   1  flow finished without success (max iterations, failed fallbacks, ...),\n"
@@ -99,6 +103,25 @@ const struct al_command *al_command_find(const char *name)
 	return NULL;
 }
 
+/* The libraries' versions as loaded at run time, not as compiled against. */
+static void print_version(void)
+{
+	int major = 0, minor = 0, rev = 0;
+	char pcre[64] = "";
+
+	git_libgit2_version(&major, &minor, &rev);
+	if (pcre2_config(PCRE2_CONFIG_VERSION, NULL) > (int)sizeof(pcre) ||
+	    pcre2_config(PCRE2_CONFIG_VERSION, pcre) < 0)
+		strcpy(pcre, "unknown");
+	printf("ailoop %s\n"
+	       "libgit2 %d.%d.%d\n"
+	       "libyaml %s\n"
+	       "PCRE2 %s\n"
+	       "jansson %s\n",
+	       AILOOP_VERSION, major, minor, rev, yaml_get_version_string(), pcre,
+	       jansson_version_str());
+}
+
 static int unknown_command(const char *name)
 {
 	fprintf(stderr, "ailoop: error: unknown command '%s'\n", name);
@@ -119,7 +142,7 @@ int main(int argc, char **argv)
 		return AL_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("ailoop %s\n", AILOOP_VERSION);
+		print_version();
 		return AL_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "help")) {
