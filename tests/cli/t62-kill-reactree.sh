@@ -2,13 +2,13 @@
 # The kill test for ReAcTree flows (as t33-kill.sh is for sensor-form
 # loops): a flow of loop-until, sequence, fallback, conditional,
 # transaction (which rolls back), break_loop and actions, whose conditions
-# read files and working memory the agents write, is killed with SIGKILL at every
-# crash point of its reference run; one `ailoop resume` must then end it
-# exactly like the reference: the same (label, node, status) sequence, the
-# same tree, a clean `git fsck --strict` and work tree, the same final
-# status and exit code. The agents decide by their skill and iteration
-# only, and write what they write idempotently, so an agent that runs
-# again after a kill does what it did.
+# read files and working memory the agents write, is killed with SIGKILL
+# at every crash point of its reference run; one `ailoop resume` must then
+# end it exactly like the reference: the same (label, node, status)
+# sequence, the same tree, a clean `git fsck --strict` and work tree, the
+# same final status and exit code. The agents decide by their skill and
+# iteration only, and write what they write idempotently, so an agent that
+# runs again after a kill does what it did.
 . "$(dirname "$0")/lib.sh"
 
 T=$TEST_TMP
