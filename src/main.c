@@ -8,6 +8,45 @@
 #include <yaml.h>
 
 const struct al_command al_commands[] = {
+	{ "setup", cmd_setup,
+	  "[--template NAME] [--sensor NAME=COMMAND]... [--levels N] [--runner NAME]\n"
+	  "                    [--max-iterations N] [--yes] [--force]",
+	  "write .ai-loop/: a flow and its agents, for this project",
+	  "Detects the project's test commands (Makefile: make test or make check;\n"
+	  "CMakeLists.txt: ctest --test-dir build; package.json: npm test; Cargo.toml:\n"
+	  "cargo test; go.mod: go test ./...; pyproject.toml, setup.py, pytest.ini: pytest;\n"
+	  "pom.xml: mvn test; build.gradle: gradle test; Gemfile: bundle exec rspec;\n"
+	  "mix.exs: mix test), in the repository root and in each directory one level down\n"
+	  "(a monorepo: one sensor each, run as 'cd DIR && ...'). Then writes\n"
+	  ".ai-loop/flow.yaml from a template, .ai-loop/agents/*.md (the controllers,\n"
+	  "actuator, LLM sensor and action agent, and one command sensor per test command:\n"
+	  "ailoop runs it itself, no LLM) and .ai-loop/runs/.gitkeep, and checks that the\n"
+	  "flow validates.\n\n"
+	  "On a terminal it asks for the number of levels, each level's id, sensors\n"
+	  "(name, command, target) and max iterations, and the runner, suggesting what it\n"
+	  "detected (Enter accepts each default); it warns about sensors that overlap,\n"
+	  "shows the flow as a tree and asks before writing. Otherwise, or with --yes, it\n"
+	  "takes the defaults and these options:\n"
+	  "  --template NAME      single (1 level, the default), nested (2), three-level (3),\n"
+	  "                       tdd (fast inner tests, slow outer review), reactree-tdd\n"
+	  "                       (a loop-until with a conditional, no sensors), demo (one\n"
+	  "                       loop judged by ailoop itself: builtin:all-pass)\n"
+	  "  --sensor NAME=COMMAND  a test command, instead of the detected ones\n"
+	  "                       (repeatable)\n"
+	  "  --levels N           1, 2 or 3: picks single, nested or three-level\n"
+	  "  --runner NAME        claude (default), codex, gemini, aider or opencode\n"
+	  "  --max-iterations N   every loop's limit (1-1000)\n"
+	  "  -y, --yes            ask nothing\n"
+	  "  --force              overwrite files you changed\n\n"
+	  "Each file is reported as Created, Updated or Unchanged. Setup records what it\n"
+	  "wrote in .ai-loop/.setup-manifest (commit it) and never overwrites a file\n"
+	  "changed since then (or not written by setup) unless --force: it says which it\n"
+	  "kept. Setup works outside a git repository too (it only writes files), but\n"
+	  "'ailoop run' needs one.\n\n"
+	  "exit status: 0 written; 1 cancelled at the question; 64 usage error (unknown\n"
+	  "template or runner, bad --sensor, --levels not 1-3 or not the template's, no\n"
+	  "test command found or given); 70 internal error (also: a flow that does not\n"
+	  "validate).\n" },
 	{ "validate", cmd_validate, "[--flow PATH]",
 	  "check a flow and its agent files, reporting every error",
 	  "Reads .ai-loop/flow.yaml (or PATH) and every agent file it names. Each problem\n"

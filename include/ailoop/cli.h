@@ -41,6 +41,7 @@ int cmd_resume(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_memory(int argc, char **argv);
+int cmd_setup(int argc, char **argv);
 
 /*
  * Option parsing shared by the commands: getopt_long with our own messages.

@@ -21,9 +21,16 @@ for flow in "$AILOOP_SRC"/flows/*.yaml; do
 	chmod +x "$TEST_TMP/bin/claude"
 	run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run --dry-run "make the tests pass"
 	expect_rc 0 "template $name plans"
-	expect_in "$out" "claude -p --model=opus --permission-mode acceptEdits --allowedTools=Read,Grep,Glob,Write" \
-		"template $name controller command"
-	expect_in "$out" "sensor tests: .ai-loop/agents/loop-sensor-tests.md" "template $name sensor"
-	expect_in "$out" "\$ sh -c 'make test'" "template $name runs the tests itself"
+	if grep -q 'controller: .ai-loop/agents/loop-controller' "$flow"; then
+		expect_in "$out" "claude -p --model=opus --permission-mode acceptEdits --allowedTools=Read,Grep,Glob,Write" \
+			"template $name controller command"
+	fi
+	if grep -q 'sensors: \[.ai-loop/agents/loop-sensor-tests.md\]' "$flow"; then
+		expect_in "$out" "sensor tests: .ai-loop/agents/loop-sensor-tests.md" "template $name sensor"
+		expect_in "$out" "\$ sh -c 'make test'" "template $name runs the tests itself"
+	fi
+	if [ "$name" = reactree-tdd ]; then
+		expect_in "$out" "make test" "template $name checks the tests itself"
+	fi
 done
 finish
