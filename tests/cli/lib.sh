@@ -228,3 +228,21 @@ wait_for() {
 group_gone() {
 	[ -z "$(ps -o pid= -g "$1" 2>/dev/null)" ]
 }
+
+# scripted_agents DIR NAME...: agents .ai-loop/agents/NAME.md in DIR that
+# run tests/fixtures/agents/scripted.sh (driven by $PLAN, logging to
+# $TRAIL); "action" is the default action agent
+scripted_agents() {
+	local dir=$1 name
+	shift
+	mkdir -p "$dir/.ai-loop/agents" && cp "$FIXTURES/agents/scripted.sh" "$dir/.ai-loop/agents/"
+	for name in "$@"; do
+		printf -- '---\nname: %s\ncommand: sh .ai-loop/agents/scripted.sh %s\n---\n%s\n' \
+			"$name" "$name" "Do the action the task names." >"$dir/.ai-loop/agents/$name.md"
+	done
+}
+
+# run_status: the status of the last run in the current directory
+run_status() {
+	"$AILOOP" status --json 2>/dev/null | jq -r .status
+}
