@@ -248,14 +248,14 @@ static json_t *yaml_to_json(const struct al_val *v)
 		return j;
 	}
 	if (v->style == AL_STYLE_PLAIN) {
-		bool b;
-
 		if (al_val_is_null(v))
 			return json_null();
-		if (al_val_bool(v, &b))
-			return json_boolean(b);
+		/*
+		 * JSON's booleans and numbers only: `yes` stays the text an agent
+		 * wrote, as a condition's `value: yes` is that text too.
+		 */
 		j = json_loads(v->str, JSON_DECODE_ANY, NULL);
-		if (json_is_number(j))
+		if (json_is_number(j) || json_is_boolean(j))
 			return j;
 		json_decref(j);
 	}

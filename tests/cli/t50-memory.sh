@@ -124,6 +124,7 @@ summary: fixed $item
 memory:
   fixed-count: $((n + 1))
   "fixed.$item": true
+  flag: on
   details: {item: $item, left: [$(grep . todo.txt | tr '\n' ',' | sed 's/,$//')]}
   quoted: "42"
   "bad	key": skipped
@@ -148,6 +149,8 @@ expect_eq "$(jq -r 'select(.key == "last-fixed") | .agent' "$mem" | sort -u)" \
 	"memo" "an agent's ailoop memory set names the agent"
 expect_eq "$(jq -r 'select(.key == "fixed-count") | "\(.value) \(.agent)"' "$mem" |
 	tr '\n' ' ')" "1 memo 2 memo 3 memo " "the output's memory map is written, by the agent's name"
+expect_eq "$(jq -c 'select(.key == "fixed.item-1" or .key == "flag") | .value' "$mem" | sort -u |
+	tr '\n' ' ')" '"on" true ' "true is JSON's true; on, yes, no stay text, as a condition compares them"
 expect_eq "$(jq -c 'select(.key == "details") | .value' "$mem" | tail -n 1)" \
 	'{"item":"item-3","left":[]}' "non-scalar memory values are stored as JSON"
 expect_eq "$(jq -c 'select(.key == "fixed.item-2") | .value' "$mem")" "true" \
@@ -169,11 +172,12 @@ expect_in "$prompt" "What the run knows:
 - fixed-count: 2
 - fixed.item-1: true
 - fixed.item-2: true
+- flag: on
 - last-fixed: item-2
 - quoted: 42
 - sensors.scope.remaining: 1
 - sensors.scope.status: fail
-(8 entries; \`ailoop memory get KEY\` prints a value in full)" \
+(9 entries; \`ailoop memory get KEY\` prints a value in full)" \
 	"{memory-section} shows the memory as the agent starts"
 
 AILOOP_RUN_DIR=$PWD/$rd run "$AILOOP" memory get fixed-count
@@ -251,6 +255,6 @@ expect_eq "$(jq -c 'select(.key | startswith("sensors.judge.")) | [.key, .value]
 '["sensors.judge.status","pass"] ["sensors.judge.left",0] ["sensors.judge.mood","ok"] ' \
 	"an agent sensor's status and metrics are written after each measurement"
 expect_eq "$(jq -c 'select(.key == "judged") | [.agent, .value]' "$rd/memory.jsonl" | sort -u)" \
-	'["judge",true]' "an agent sensor's memory map is written too"
+	'["judge","yes"]' "an agent sensor's memory map is written too, yes as the text yes"
 
 finish
