@@ -1,5 +1,6 @@
 #include "ailoop/agent.h"
 #include "ailoop/check.h"
+#include "ailoop/flow.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
@@ -81,16 +82,6 @@ static char *read_tools(struct al_check *c, const struct al_val *v, const char *
 	return al_strbuf_detach(&sb, NULL);
 }
 
-static bool valid_name(const char *s)
-{
-	if (!*s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')))
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-'))
-			return false;
-	return true;
-}
 
 static void read_metrics(struct al_check *c, struct al_agent *a, const struct al_val *v)
 {
@@ -102,7 +93,7 @@ static void read_metrics(struct al_check *c, struct al_agent *a, const struct al
 		pcre2_code *re;
 		uint32_t groups = 0;
 
-		if (!valid_name(k->str)) {
+		if (!al_id_valid(k->str)) {
 			al_check_error(c, k->pos, "metric name '%s' must be letters, digits, '_' and '-'",
 				       k->str);
 			continue;
@@ -187,7 +178,7 @@ static void read_front_matter(struct al_check *c, struct al_agent *a, const stru
 			al_check_unknown_key(c, k, agent_keys, AL_ARRAY_SIZE(agent_keys),
 					     "agent front matter");
 	}
-	if (a->name && !valid_name(a->name))
+	if (a->name && !al_id_valid(a->name))
 		al_check_error(c, al_val_get(root, "name")->pos,
 			       "agent name '%s' must be letters, digits, '_' and '-'", a->name);
 }

@@ -137,14 +137,7 @@ static bool taken(const struct al_test_cmds *c, const char *name)
 
 static bool valid_name(const char *s)
 {
-	if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')) ||
-	    strlen(s) > AL_ID_MAX)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-'))
-			return false;
-	return true;
+	return al_id_valid(s) && strlen(s) <= AL_ID_MAX;
 }
 
 static void add(struct al_test_cmds *c, char *name, char *command)

@@ -92,7 +92,7 @@ static void parse_runner(struct loader *l, const struct al_val *k, const struct 
 	const struct al_val *command = NULL;
 	int mode;
 
-	if (!loader_valid_id(k->str))
+	if (!al_id_valid(k->str))
 		loader_error(l, k->pos, "invalid runner name '%s'", k->str);
 	r->pos = k->pos;
 	if (!al_check_kind(&l->c, v, AL_VAL_MAP, k->str))

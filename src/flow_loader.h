@@ -21,7 +21,6 @@ const char *loader_own(struct loader *l, char *s);
 void loader_error(struct loader *l, struct al_pos pos, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* [A-Za-z0-9][A-Za-z0-9_-]*: node ids, runner and sensor names. */
-bool loader_valid_id(const char *s);
 /* A key whose value names an agent file: the file is loaded and checked. */
 void loader_agent_key(struct loader *l, struct al_agent_ref *ref, const struct al_val *v,
 		      const char *key);

@@ -110,12 +110,17 @@ static void unknown_key(struct loader *l, const struct al_node *n, const struct 
 	al_check_unknown_key(&l->c, key, all, m, where);
 }
 
-bool loader_valid_id(const char *s)
+static bool id_char(char c)
 {
-	if (!isalnum((unsigned char)*s))
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+bool al_id_valid(const char *s)
+{
+	if (!s || !id_char(*s))
 		return false;
 	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-')
+		if (!id_char(*s) && *s != '_' && *s != '-')
 			return false;
 	return true;
 }
@@ -261,7 +266,7 @@ static void parse_sensors(struct loader *l, struct al_node *n, const struct al_v
 		base = base ? base + 1 : s->ref.path;
 		s->name = loader_own(l, al_strndup(base, al_ends_with(base, ".md") ? strlen(base) - 3
 									  : strlen(base)));
-		if (!loader_valid_id(s->name))
+		if (!al_id_valid(s->name))
 			loader_error(l, item->pos, "sensor name '%s' (from the file name) must be letters, "
 			      "digits, '_' and '-': give the agent a 'name'", s->name);
 	}
@@ -551,7 +556,7 @@ static void node_id(struct loader *l, struct al_node *n, const struct al_val *v,
 	if (id && !al_val_is_null(id)) {
 		if (id->kind != AL_VAL_SCALAR) {
 			loader_error(l, id->pos, "'id' must be a string, not %s", al_val_describe(id));
-		} else if (!loader_valid_id(id->str)) {
+		} else if (!al_id_valid(id->str)) {
 			loader_error(l, id->pos, "invalid id '%s': use letters, digits, '_' and '-', "
 			      "starting with a letter or digit", id->str);
 		} else if (strlen(id->str) > AL_ID_MAX) {

@@ -24,7 +24,7 @@ bool al_fsync_enabled(void)
 	return enabled;
 }
 
-static int write_all(int fd, const char *p, size_t len)
+int al_write_all(int fd, const char *p, size_t len)
 {
 	while (len) {
 		ssize_t n = write(fd, p, len);
@@ -67,7 +67,7 @@ int al_write_atomic(const char *path, const void *data, size_t len)
 		rc = al_err(AL_ERROR, "cannot write '%s': %s", lock.buf, strerror(errno));
 		goto done;
 	}
-	if (write_all(fd, data, len) < 0 || (al_fsync_enabled() && fsync(fd) < 0)) {
+	if (al_write_all(fd, data, len) < 0 || (al_fsync_enabled() && fsync(fd) < 0)) {
 		rc = al_err(AL_ERROR, "cannot write '%s': %s", lock.buf, strerror(errno));
 		close(fd);
 		unlink(lock.buf);
@@ -95,7 +95,7 @@ int al_append_line(int *fd, const char *path, const char *line, size_t len)
 		*fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (*fd < 0)
 		return al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
-	if (write_all(*fd, line, len) < 0)
+	if (al_write_all(*fd, line, len) < 0)
 		return al_err(AL_ERROR, "cannot append to '%s': %s", path, strerror(errno));
 	return 0;
 }

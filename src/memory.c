@@ -261,20 +261,6 @@ const char *al_memory_get(struct al_memory *m, const char *key)
 	return e ? e->value : NULL;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 /* Whether the file at the path is no longer the one open. */
 static bool replaced(const struct al_memory *m)
@@ -318,7 +304,7 @@ static int append(struct al_memory *m, const char *line, size_t len, const char 
 	if (!whole)
 		al_strbuf_addch(&sb, '\n');
 	al_strbuf_add(&sb, line, len);
-	if (write_all(m->fd, sb.buf, sb.len) < 0) {
+	if (al_write_all(m->fd, sb.buf, sb.len) < 0) {
 		rc = al_err(AL_ERROR, "cannot append to '%s': %s", m->path, strerror(errno));
 		goto unlock;
 	}

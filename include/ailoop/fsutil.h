@@ -44,4 +44,7 @@ int al_remove_tree(const char *path);
 /* Whether fsync is on (AILOOP_FSYNC unset or not "0"). */
 bool al_fsync_enabled(void);
 
+/* Writes all of `len` bytes, going on after EINTR and short writes; -1 (errno) on error. */
+int al_write_all(int fd, const char *p, size_t len);
+
 #endif

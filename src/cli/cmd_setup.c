@@ -114,15 +114,7 @@ static void sensors_copy(struct sensors *to, const struct sensors *from)
 
 static bool valid_id(const char *s)
 {
-	if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')))
-		return false;
-	if (strlen(s) > AL_ID_MAX)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-'))
-			return false;
-	return true;
+	return al_id_valid(s) && strlen(s) <= AL_ID_MAX;
 }
 
 /* UTF-8 text on one line: no control characters (a tab is fine). */
