@@ -151,7 +151,7 @@ static void print_version(void)
 	git_libgit2_version(&major, &minor, &rev);
 	if (pcre2_config(PCRE2_CONFIG_VERSION, NULL) > (int)sizeof(pcre) ||
 	    pcre2_config(PCRE2_CONFIG_VERSION, pcre) < 0)
-		strcpy(pcre, "unknown");
+		snprintf(pcre, sizeof(pcre), "unknown");
 	printf("ailoop %s\n"
 	       "libgit2 %d.%d.%d\n"
 	       "libyaml %s\n"
