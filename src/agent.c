@@ -82,6 +82,40 @@ static char *read_tools(struct al_check *c, const struct al_val *v, const char *
 	return al_strbuf_detach(&sb, NULL);
 }
 
+/* `model: sonnet`, or per runner: `model: {claude: sonnet, codex: gpt-5}`. */
+static void read_model(struct al_check *c, struct al_agent *a, const struct al_val *v)
+{
+	if (v->kind != AL_VAL_MAP) {
+		if (al_check_string(c, v, "model", &a->model))
+			a->model_pos = v->pos;
+		return;
+	}
+	a->models = al_calloc(v->n ? v->n : 1, sizeof(*a->models));
+	for (size_t i = 0; i < v->n; i++) {
+		const struct al_val *k = AL_VAL_KEY(v, i), *m = AL_VAL_VALUE(v, i);
+		struct al_agent_model *e = &a->models[a->nmodels];
+
+		if (!al_check_string(c, m, k->str, &e->model))
+			continue;
+		e->runner = k->str;
+		e->runner_pos = k->pos;
+		e->pos = m->pos;
+		a->nmodels++;
+	}
+}
+
+const char *al_agent_model(const struct al_agent *a, const char *runner, struct al_pos *pos)
+{
+	for (size_t i = 0; i < a->nmodels; i++)
+		if (!strcmp(a->models[i].runner, runner)) {
+			if (pos)
+				*pos = a->models[i].pos;
+			return a->models[i].model;
+		}
+	if (pos)
+		*pos = a->model_pos;
+	return a->model;
+}
 
 static void read_metrics(struct al_check *c, struct al_agent *a, const struct al_val *v)
 {
@@ -152,16 +186,19 @@ static void read_front_matter(struct al_check *c, struct al_agent *a, const stru
 		else if (!strcmp(key, "description"))
 			al_check_string(c, v, key, &a->description);
 		else if (!strcmp(key, "model"))
-			al_check_string(c, v, key, &a->model);
+			read_model(c, a, v);
 		else if (!strcmp(key, "color"))
 			; /* shown by Claude Code; nothing for ailoop */
 		else if (!strcmp(key, "runner")) {
 			if (al_check_string(c, v, key, &a->runner))
 				a->runner_pos = v->pos;
-		} else if (!strcmp(key, "tools"))
+		} else if (!strcmp(key, "tools")) {
 			a->tools = read_tools(c, v, key);
-		else if (!strcmp(key, "disallowedTools"))
+			a->tools_pos = k->pos;
+		} else if (!strcmp(key, "disallowedTools")) {
 			a->disallowed_tools = read_tools(c, v, key);
+			a->disallowed_pos = k->pos;
+		}
 		else if (!strcmp(key, "command"))
 			read_command(c, a, v);
 		else if (!strcmp(key, "timeout"))
@@ -280,6 +317,7 @@ static void agent_free(struct al_agent *a)
 	pcre2_code_free(a->pass_if);
 	pcre2_code_free(a->fail_if);
 	free(a->command_argv);
+	free(a->models);
 	free(a->tools);
 	free(a->disallowed_tools);
 	al_doc_free(a->doc);

@@ -131,9 +131,9 @@ static void print_quote(FILE *out, const char *line, long len, int col)
 	fputs("^\n", out);
 }
 
-void al_diags_print(const struct al_diags *d, FILE *out, bool color)
+static void print_as(const struct al_diags *d, FILE *out, const char *paint, const char *kind)
 {
-	const char *red = color ? "\033[1;31m" : "", *reset = color ? "\033[0m" : "";
+	const char *reset = *paint ? "\033[0m" : "";
 	const struct al_diag_source *last = NULL;
 	const char *at = NULL;
 	int at_line = 0;
@@ -144,8 +144,8 @@ void al_diags_print(const struct al_diags *d, FILE *out, bool color)
 		const char *line = NULL; /* set whenever find_line finds it */
 		long len;
 
-		fprintf(out, "%s:%d:%d: %serror:%s %s\n", e->pos.file, e->pos.line,
-			e->pos.col, red, reset, e->msg);
+		fprintf(out, "%s:%d:%d: %s%s:%s %s\n", e->pos.file, e->pos.line,
+			e->pos.col, paint, kind, reset, e->msg);
 		if (!s || !s->text || e->pos.line < 1)
 			continue;
 		if (s != last) {
@@ -156,4 +156,14 @@ void al_diags_print(const struct al_diags *d, FILE *out, bool color)
 		if (len >= 0 && len < 400)
 			print_quote(out, line, len, e->pos.col);
 	}
+}
+
+void al_diags_print(const struct al_diags *d, FILE *out, bool color)
+{
+	print_as(d, out, color ? "\033[1;31m" : "", "error");
+}
+
+void al_diags_print_warnings(const struct al_diags *d, FILE *out, bool color)
+{
+	print_as(d, out, color ? "\033[1;35m" : "", "warning");
 }

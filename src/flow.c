@@ -112,6 +112,9 @@ static void parse_runner(struct loader *l, const struct al_val *k, const struct 
 				continue;
 			}
 			command = val;
+			/* another program: what the preset's takes says nothing of it */
+			if (strcmp(argv[0], r->name))
+				r->models = AL_MODELS_ANY;
 			if (r->owns_argv)
 				free((void *)r->argv);
 			r->argv = argv;
@@ -197,7 +200,45 @@ static const char *const top_keys[] = {
 	"workflow_name", "workflow_type", "description",
 };
 
-/* Runners must exist for every agent that is not a command. */
+static void check_model(struct loader *l, const struct al_runner *r, const char *model,
+			struct al_pos pos)
+{
+	const char *takes = model ? al_runner_model_problem(r, model) : NULL;
+
+	if (takes)
+		loader_error(l, pos, "runner '%s' cannot take model '%s': it takes %s (give a "
+			     "model per runner: model: {claude: sonnet, codex: gpt-5})", r->name,
+			     model, takes);
+}
+
+/* models.converge goes to every controller of a loop that converges. */
+static void check_converge(struct loader *l, const struct al_node *n, struct al_pos pos)
+{
+	const struct al_flow *f = l->flow;
+	const struct al_agent *a = n ? n->controller.agent : NULL;
+
+	if (!n)
+		return;
+	if (a && a->loaded && !al_agent_is_command(a)) {
+		const struct al_runner *r = al_runners_find(&f->runners, a->runner ? a->runner :
+							    f->default_runner);
+		const char *takes = r ? al_runner_model_problem(r, f->converge_model) : NULL;
+
+		if (takes)
+			loader_error(l, pos, "runner '%s' of controller '%s' cannot take model "
+				     "'%s': it takes %s", r->name, a->path, f->converge_model, takes);
+	}
+	check_converge(l, n->child, pos);
+	for (size_t i = 0; i < n->nchildren; i++)
+		check_converge(l, n->children[i], pos);
+	check_converge(l, n->then_branch, pos);
+	check_converge(l, n->else_branch, pos);
+}
+
+/*
+ * Runners must exist for every agent that is not a command, and take the
+ * models the agent asks of them.
+ */
 static void check_runners(struct loader *l)
 {
 	struct al_flow *f = l->flow;
@@ -210,13 +251,35 @@ static void check_runners(struct loader *l)
 	}
 	for (size_t i = 0; i < f->agents.n; i++) {
 		const struct al_agent *a = f->agents.v[i];
+		const struct al_runner *r;
 
-		if (!a->loaded || !a->runner || al_runners_find(&f->runners, a->runner))
+		if (!a->loaded)
+			continue;
+		for (size_t k = 0; k < a->nmodels; k++) {
+			const struct al_agent_model *m = &a->models[k];
+
+			r = al_runners_find(&f->runners, m->runner);
+			if (r) {
+				check_model(l, r, m->model, m->pos);
+				continue;
+			}
+			if (!names)
+				names = al_runners_names(&f->runners);
+			loader_error(l, m->runner_pos, "unknown runner '%s' in 'model' (known: %s)",
+				     m->runner, names);
+		}
+		r = al_runners_find(&f->runners, a->runner ? a->runner : f->default_runner);
+		if (r && a->model && !al_agent_is_command(a))
+			check_model(l, r, a->model, a->model_pos);
+		if (!a->runner || al_runners_find(&f->runners, a->runner))
 			continue;
 		if (!names)
 			names = al_runners_names(&f->runners);
 		loader_error(l, a->runner_pos, "unknown runner '%s' (known: %s)", a->runner, names);
 	}
+	if (f->converge_model && f->doc)
+		check_converge(l, f->root, al_val_get(al_val_get(f->doc->root, "models"),
+						      "converge")->pos);
 	free(names);
 }
 
@@ -414,5 +477,32 @@ struct al_node *al_flow_find(const struct al_flow *flow, const char *path)
 		if (!next)
 			return NULL;
 		n = next;
+	}
+}
+
+static void warn_tools(struct al_diags *w, const struct al_agent *a, const struct al_runner *r,
+		       struct al_pos pos, const char *key, const char *what)
+{
+	pos.file = al_diags_source(w, pos.file, a->text, a->text_len);
+	al_diags_add(w, pos, "runner '%s' has no way to enforce '%s': agent file '%s' may %s",
+		     r->name, key, a->path, what);
+}
+
+void al_flow_warnings(const struct al_flow *f, struct al_diags *w)
+{
+	for (size_t i = 0; i < f->agents.n; i++) {
+		const struct al_agent *a = f->agents.v[i];
+		const struct al_runner *r;
+
+		if (!a->loaded || al_agent_is_command(a))
+			continue;
+		r = al_runners_find(&f->runners, a->runner ? a->runner : f->default_runner);
+		if (!r)
+			continue;
+		if (a->tools && !al_runner_uses(r, "tools") && !al_runner_uses(r, "tool-names"))
+			warn_tools(w, a, r, a->tools_pos, "tools", "use tools it does not list");
+		if (a->disallowed_tools && !al_runner_uses(r, "disallowed-tools"))
+			warn_tools(w, a, r, a->disallowed_pos, "disallowedTools",
+				   "use the tools it disallows");
 	}
 }

@@ -64,6 +64,7 @@ static void render_prompt(struct al_call *call, const struct al_exec *ex, const 
 	const struct al_call_ctx *c = call->ctx;
 	const char *p = c->agent->body, *end = p + c->agent->body_len;
 	struct al_strbuf *out = &call->prompt, memory = AL_STRBUF_INIT;
+	char *abs;
 
 	if (ex->memory && memmem(p, c->agent->body_len, "{memory-section}", 16)) {
 		al_memory_section(ex->memory, &memory);
@@ -92,14 +93,24 @@ static void render_prompt(struct al_call *call, const struct al_exec *ex, const 
 	}
 	al_strbuf_release(&memory);
 	al_strbuf_rtrim(out);
-	/* the facts an agent needs even when its file names no placeholder */
+	/*
+	 * The facts an agent needs even when its file names no placeholder,
+	 * with absolute paths: an agent may change directory.
+	 */
+	abs = absolute(ex, task_file);
 	al_strbuf_addf(out, "\n\n---\nailoop: you are the %s%s%s of node '%s', iteration %s of run %s.\n"
 		       "Task file: %s\n",
 		       al_role_names[c->role], c->name ? " " : "", c->name ? c->name : "",
-		       c->node->path, c->label, ex->run->st.run_id, task_file);
-	if (c->input)
-		al_strbuf_addf(out, "Input: %s\n", c->input);
-	al_strbuf_addf(out, "Write your output to: %s\n", c->output);
+		       c->node->path, c->label, ex->run->st.run_id, abs);
+	free(abs);
+	if (c->input) {
+		abs = absolute(ex, c->input);
+		al_strbuf_addf(out, "Input: %s\n", abs);
+		free(abs);
+	}
+	abs = absolute(ex, c->output);
+	al_strbuf_addf(out, "Write your output to: %s\n", abs);
+	free(abs);
 }
 
 static void add_env(char ***env, size_t *n, const char *key, const char *value)
@@ -172,8 +183,12 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 		const struct al_runner *r = al_runners_find(
 			&ex->flow->runners, a->runner ? a->runner : ex->flow->default_runner);
 		struct al_runner_vars vars = {
-			c->model ? c->model : a->model, a->tools, a->disallowed_tools,
-			call->prompt.buf, call->prompt_path,
+			.model = c->model ? c->model : al_agent_model(a, r->name, NULL),
+			.tools = a->tools,
+			.disallowed_tools = a->disallowed_tools,
+			.commands = c->role != AL_ROLE_CONTROLLER,
+			.prompt = call->prompt.buf,
+			.prompt_file = call->prompt_path,
 		};
 
 		call->argv = al_runner_argv(r, &vars);

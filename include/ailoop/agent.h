@@ -22,6 +22,13 @@ struct al_metric {
 	pcre2_code *re; /* one capture group: the value */
 };
 
+/* One entry of `model: {claude: sonnet, codex: gpt-5}`. */
+struct al_agent_model {
+	const char *runner;
+	const char *model;
+	struct al_pos runner_pos, pos;
+};
+
 struct al_agent {
 	char *path;    /* relative to the repository root */
 	bool loaded;   /* false if missing or invalid (already reported) */
@@ -31,11 +38,15 @@ struct al_agent {
 
 	const char *name;
 	const char *description;
-	const char *model;
+	const char *model;       /* for every runner; NULL if none or given per runner */
+	struct al_pos model_pos;
+	struct al_agent_model *models; /* `model` as a map keyed by runner */
+	size_t nmodels;
 	const char *runner;      /* NULL: the flow's default runner */
 	struct al_pos runner_pos;
 	char *tools;             /* comma-separated, NULL if not given */
 	char *disallowed_tools;
+	struct al_pos tools_pos, disallowed_pos; /* of the keys */
 	const char *command_sh;  /* `command` as a string: run with sh -c */
 	const char **command_argv; /* `command` as a list, NULL-terminated */
 	int timeout;             /* seconds, 0 = the flow's default */
@@ -70,6 +81,13 @@ static inline bool al_agent_is_command(const struct al_agent *a)
 {
 	return a->command_sh || a->command_argv;
 }
+
+/*
+ * The model the agent asks of runner `runner`: its entry in a per-runner
+ * map (none: NULL, the runner's default), else its one `model`. *pos (if
+ * not NULL) is where the file gives it.
+ */
+const char *al_agent_model(const struct al_agent *a, const char *runner, struct al_pos *pos);
 
 /*
  * Splits Markdown into front matter and body. `*fm` and `*fm_len` delimit

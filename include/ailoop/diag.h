@@ -58,5 +58,7 @@ void al_diags_sort(struct al_diags *d);
 
 /* Prints every diagnostic; `color` paints "error:" (caller checks TTY). */
 void al_diags_print(const struct al_diags *d, FILE *out, bool color);
+/* The same, for a set that holds warnings: "FILE:LINE:COL: warning: ...". */
+void al_diags_print_warnings(const struct al_diags *d, FILE *out, bool color);
 
 #endif

@@ -154,6 +154,12 @@ struct al_flow {
 int al_flow_load(struct al_flow **out, const char *file, struct al_diags *diags);
 void al_flow_free(struct al_flow *flow);
 
+/*
+ * Adds to `warnings` what a valid flow asks that its runners cannot do: an
+ * agent's tools or disallowedTools that its runner has no way to enforce.
+ */
+void al_flow_warnings(const struct al_flow *flow, struct al_diags *warnings);
+
 const char *al_node_type_name(enum al_node_type type);
 
 /* Calls `fn` for every node, parents before children. */

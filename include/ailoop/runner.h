@@ -8,14 +8,27 @@
 
 /*
  * Runner presets: how to start an agent CLI headless so that it can edit
- * files. A command template may hold {model}, {tools}, {disallowed-tools},
- * {prompt} and {prompt-file}; an argument whose placeholders all expand to
- * nothing is left out (so "--model={model}" vanishes when there is no
- * model). The prompt goes to standard input, is the last argument ({prompt}
+ * files. A command template may hold {model}, {tools} (the agent's
+ * `tools` as written: "Read,Bash(git *)"), {tool-names} (the tools alone:
+ * "Read,Bash"), {disallowed-tools}, {approval-mode} ("yolo" for an agent
+ * that may have to run commands, else "auto_edit"), {prompt} and
+ * {prompt-file}; an argument whose placeholders all expand to nothing is
+ * left out (so "--model={model}" vanishes when there is no model), except
+ * that a `tools` given as an empty list keeps "--tools={tool-names}": no
+ * tools. The prompt goes to standard input, is the last argument ({prompt}
  * where the template says), or is a file whose path is the last argument
  * ({prompt-file} where the template says).
  */
 enum al_prompt_mode { AL_PROMPT_STDIN, AL_PROMPT_ARG, AL_PROMPT_FILE };
+
+/* Which models a runner's program takes; ANY for runners a flow defines. */
+enum al_models {
+	AL_MODELS_ANY,
+	AL_MODELS_CLAUDE,   /* an alias (sonnet, opus, haiku) or claude-... */
+	AL_MODELS_OPENAI,   /* not a Claude or Gemini model */
+	AL_MODELS_GEMINI,   /* not a Claude or OpenAI model */
+	AL_MODELS_PROVIDER, /* provider/model */
+};
 
 struct al_runner {
 	const char *name;
@@ -24,6 +37,7 @@ struct al_runner {
 	const char *install; /* how to install the program, for the error */
 	struct al_pos pos;   /* where the flow defines it; file NULL if built in */
 	bool owns_argv;
+	enum al_models models;
 };
 
 struct al_runners {
@@ -45,11 +59,24 @@ char *al_runners_names(const struct al_runners *rs);
 
 extern const char *const al_prompt_mode_names[3];
 
+/*
+ * NULL if runner `r` can take `model`, else what it takes instead (a
+ * phrase to follow "it takes ").
+ */
+const char *al_runner_model_problem(const struct al_runner *r, const char *model);
+
+/* True if the runner's template has placeholder `name` ("tools", ...). */
+bool al_runner_uses(const struct al_runner *r, const char *name);
+
+/* True if the comma-separated `tools` name tool `name`, with or without a (pattern). */
+bool al_tools_include(const char *tools, const char *name);
+
 /* What fills a runner template's placeholders. NULL means empty. */
 struct al_runner_vars {
 	const char *model;
 	const char *tools;
 	const char *disallowed_tools;
+	bool commands;           /* its role may run commands: sensor, actuator, action */
 	const char *prompt;      /* for prompt: arg */
 	const char *prompt_file; /* for prompt: file */
 };

@@ -108,8 +108,14 @@ static void print_agent(const struct al_flow *flow, const char *role, const char
 	} else {
 		const struct al_runner *r =
 			al_runners_find(&flow->runners, a->runner ? a->runner : flow->default_runner);
-		struct al_runner_vars vars = { a->model, a->tools, a->disallowed_tools, "<prompt>",
-					       "<prompt-file>" };
+		struct al_runner_vars vars = {
+			.model = al_agent_model(a, r->name, NULL),
+			.tools = a->tools,
+			.disallowed_tools = a->disallowed_tools,
+			.commands = strcmp(role, "controller") != 0,
+			.prompt = "<prompt>",
+			.prompt_file = "<prompt-file>",
+		};
 		char **argv = al_runner_argv(r, &vars);
 
 		for (size_t i = 0; argv[i]; i++) {

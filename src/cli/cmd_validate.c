@@ -39,7 +39,7 @@ int cmd_validate(int argc, char **argv)
 		{ "help", no_argument, NULL, 0 },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct al_diags diags = AL_DIAGS_INIT;
+	struct al_diags diags = AL_DIAGS_INIT, warnings = AL_DIAGS_INIT;
 	struct al_flow *flow = NULL;
 	const char *flow_arg = NULL;
 	int c, code = 0;
@@ -53,11 +53,17 @@ int cmd_validate(int argc, char **argv)
 	if ((code = al_cli_operands(argc, 0, 0, "validate")))
 		return code;
 	code = al_cli_load_flow(flow_arg, &diags, &flow);
+	if (!code) {
+		al_flow_warnings(flow, &warnings);
+		al_diags_sort(&warnings);
+		al_diags_print_warnings(&warnings, stderr, al_cli_color(stderr));
+	}
 	if (!code)
 		printf("%s: ok: %zu node%s, depth %d, %zu agent file%s\n", flow->file,
 		       flow->node_count, flow->node_count == 1 ? "" : "s", flow->max_depth + 1,
 		       flow->agents.n, flow->agents.n == 1 ? "" : "s");
 	al_flow_free(flow);
+	al_diags_release(&warnings);
 	al_diags_release(&diags);
 	return code;
 }

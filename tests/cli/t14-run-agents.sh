@@ -73,7 +73,7 @@ expect_eq "$(git branch --list 'ai-loop/*')" "" "nothing started: no branch"
 # the plan, without running anything
 run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run --dry-run "remove a"
 expect_rc 0 "dry run"
-expect_in "$out" "claude -p --model=opus --permission-mode acceptEdits --allowedTools=Read,Write --output-format text < <prompt>" \
+expect_in "$out" "claude -p --model=opus --permission-mode acceptEdits --tools=Read,Write --allowedTools=Read,Write --no-session-persistence --output-format text < <prompt>" \
 	"dry run shows the controller's command line"
 expect_in "$out" "--disallowedTools=Bash" "dry run shows disallowed tools"
 expect_in "$out" "sh .ai-loop/agents/sensor.sh" "dry run shows the sensor command"
@@ -83,10 +83,10 @@ expect_in "$out" "sh .ai-loop/agents/sensor.sh" "dry run shows the sensor comman
 run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run "remove a"
 expect_rc 0 "run through the claude runner"
 expect_eq "$(cat "$CALLS/0.argv" | tr '\n' ' ')" \
-	"-p --model=opus --permission-mode acceptEdits --allowedTools=Read,Write --output-format text " \
+	"-p --model=opus --permission-mode acceptEdits --tools=Read,Write --allowedTools=Read,Write --no-session-persistence --output-format text " \
 	"controller argv (claude preset, model and tools from the agent file)"
 expect_eq "$(cat "$CALLS/1.argv" | tr '\n' ' ')" \
-	"-p --permission-mode acceptEdits --allowedTools=Read,Edit --disallowedTools=Bash --output-format text " \
+	"-p --permission-mode acceptEdits --tools=Read,Edit --allowedTools=Read,Edit --disallowedTools=Bash --no-session-persistence --output-format text " \
 	"actuator argv (no model: no --model)"
 # the second decision sees every sensor pass: it converges on models.converge
 expect_in "$(cat "$CALLS/2.argv" | tr '\n' ' ')" "--model=haiku" "converging controller uses haiku"

@@ -455,3 +455,37 @@ Test(agent, release_is_idempotent)
 	cr_assert_null(agents.v);
 	al_agents_release(&agents);
 }
+
+Test(agent, model_per_runner)
+{
+	struct al_agent *a = load(".ai-loop/agents/m.md",
+				  "---\n"                                  /* 1 */
+				  "model:\n"                               /* 2 */
+				  "  claude: sonnet\n"                     /* 3 */
+				  "  codex: gpt-5\n"                       /* 4 */
+				  "tools: Read, Bash(git *)\n"             /* 5 */
+				  "---\n"
+				  "Prompt.\n");
+	struct al_pos pos = { NULL, 0, 0 };
+
+	cr_assert(a->loaded);
+	cr_assert_null(a->model, "no model for every runner");
+	cr_assert_eq(a->nmodels, 2);
+	cr_assert_str_eq(al_agent_model(a, "claude", &pos), "sonnet");
+	cr_assert_eq(pos.line, 3);
+	cr_assert_eq(pos.col, 11);
+	cr_assert_str_eq(al_agent_model(a, "codex", &pos), "gpt-5");
+	cr_assert_eq(pos.line, 4);
+	cr_assert_null(al_agent_model(a, "gemini", NULL), "none given: the runner's default");
+	cr_assert_eq(a->tools_pos.line, 5);
+	cr_assert_eq(a->tools_pos.col, 1);
+
+	a = load(".ai-loop/agents/one.md", "---\nmodel: opus\n---\nPrompt.\n");
+	cr_assert_str_eq(al_agent_model(a, "codex", &pos), "opus", "one model for every runner");
+	cr_assert_eq(pos.line, 2);
+	cr_assert_eq(pos.col, 8);
+
+	a = load(".ai-loop/agents/bad.md", "---\nmodel: {claude: [a]}\n---\nPrompt.\n");
+	cr_assert_not(a->loaded);
+	unit_assert_diag(&diags, NULL, 2, 17, "'claude' must be a string, not a list");
+}

@@ -154,25 +154,190 @@ Test(runner, the_five_presets_are_built_in)
 	cr_assert_eq(rs.n, 0);
 }
 
+/* The preset `name`'s argv for `v`, as one string. */
+static char *preset(const char *name, const struct al_runner_vars *v)
+{
+	struct al_runners rs;
+	char *got;
+
+	al_runners_init(&rs);
+	got = joined(al_runner_argv(al_runners_find(&rs, name), v));
+	al_runners_release(&rs);
+	return got;
+}
+
+#define assert_preset(name, vars, want)                                                 \
+	do {                                                                           \
+		char *got_ = preset((name), (vars));                                   \
+		cr_assert_str_eq(got_, (want));                                        \
+		free(got_);                                                            \
+	} while (0)
+
 Test(runner, claude_gets_its_tools_and_the_prompt_on_stdin)
 {
 	struct al_runners rs;
 	struct al_runner_vars v = { .model = "opus", .tools = "Read,Edit",
 				    .disallowed_tools = "Bash(rm:*)", .prompt = "p" };
-	char *got;
+
+	assert_preset("claude", &v,
+		      "[claude] [-p] [--model=opus] [--permission-mode] [acceptEdits] "
+		      "[--tools=Read,Edit] [--allowedTools=Read,Edit] "
+		      "[--disallowedTools=Bash(rm:*)] [--no-session-persistence] "
+		      "[--output-format] [text]");
+	v = (struct al_runner_vars){ 0 };
+	assert_preset("claude", &v,
+		      "[claude] [-p] [--permission-mode] [acceptEdits] [--no-session-persistence] "
+		      "[--output-format] [text]");
+	al_runners_init(&rs);
+	cr_assert_eq(al_runners_find(&rs, "claude")->prompt, AL_PROMPT_STDIN);
+	al_runners_release(&rs);
+}
+
+Test(runner, claude_offers_only_the_tools_and_approves_their_patterns)
+{
+	struct al_runner_vars v = { .tools = "Read,Bash(git *),Bash(ls:*, pwd),Grep" };
+
+	/* --tools takes bare names, once each; the patterns go to --allowedTools */
+	assert_preset("claude", &v,
+		      "[claude] [-p] [--permission-mode] [acceptEdits] [--tools=Read,Bash,Grep] "
+		      "[--allowedTools=Read,Bash(git *),Bash(ls:*, pwd),Grep] "
+		      "[--no-session-persistence] [--output-format] [text]");
+}
+
+Test(runner, claude_with_an_empty_tools_list_gets_no_tools)
+{
+	struct al_runner_vars v = { .tools = "" };
+
+	assert_preset("claude", &v,
+		      "[claude] [-p] [--permission-mode] [acceptEdits] [--tools=] "
+		      "[--no-session-persistence] [--output-format] [text]");
+}
+
+Test(runner, codex_runs_ephemeral_and_takes_no_tools)
+{
+	struct al_runner_vars v = { .model = "gpt-5", .tools = "Read", .disallowed_tools = "Bash",
+				    .commands = true };
+
+	assert_preset("codex", &v,
+		      "[codex] [exec] [--model=gpt-5] [--sandbox] [workspace-write] [--ephemeral] "
+		      "[--skip-git-repo-check] [--color] [never] [-]");
+}
+
+Test(runner, gemini_gets_the_shell_only_where_commands_may_run)
+{
+	struct al_runner_vars v = { .model = "gemini-2.5-pro", .commands = true };
+	const char *tail = "[--skip-trust] [--output-format] [text] [--prompt] "
+			   "[Carry out the instructions given above.]";
+	char *want;
+
+	/* a sensor or actuator with no tools restriction: every tool, the shell too */
+	want = al_xprintf("[gemini] [--model=gemini-2.5-pro] [--approval-mode] [yolo] %s", tail);
+	assert_preset("gemini", &v, want);
+	/* ... or one whose tools include Bash, with or without a pattern */
+	v.tools = "Read,Bash(npm test)";
+	assert_preset("gemini", &v, want);
+	free(want);
+	/* tools without Bash: edits only */
+	want = al_xprintf("[gemini] [--approval-mode] [auto_edit] %s", tail);
+	v = (struct al_runner_vars){ .tools = "Read,Edit", .commands = true };
+	assert_preset("gemini", &v, want);
+	/* a controller never runs commands */
+	v = (struct al_runner_vars){ .tools = "Read,Bash" };
+	assert_preset("gemini", &v, want);
+	v.tools = NULL;
+	assert_preset("gemini", &v, want);
+	free(want);
+}
+
+Test(runner, aider_and_opencode_command_lines)
+{
+	struct al_runner_vars v = { .model = "sonnet", .prompt_file = "/r/p.md", .tools = "Read" };
+
+	assert_preset("aider", &v,
+		      "[aider] [--model=sonnet] [--yes-always] [--no-auto-commits] [--no-gitignore] "
+		      "[--no-check-update] [--no-show-release-notes] [--no-pretty] [--no-stream] "
+		      "[--message-file] [/r/p.md]");
+	v.model = "anthropic/claude-sonnet-4-5";
+	assert_preset("opencode", &v,
+		      "[opencode] [run] [--model=anthropic/claude-sonnet-4-5] "
+		      "[Carry out the instructions in the attached file.] [--file] [/r/p.md]");
+}
+
+Test(runner, tool_names_are_matched_without_their_patterns)
+{
+	cr_assert(al_tools_include("Read,Bash", "Bash"));
+	cr_assert(al_tools_include("Read, Bash(git *)", "Bash"));
+	cr_assert(al_tools_include("Bash(a, b),Edit", "Edit"), "a comma in a pattern does not split");
+	cr_assert_not(al_tools_include("Read,BashOutput", "Bash"));
+	cr_assert_not(al_tools_include("Read,Edit(Bash)", "Bash"));
+	cr_assert_not(al_tools_include("", "Bash"));
+	cr_assert_not(al_tools_include(NULL, "Bash"));
+}
+
+Test(runner, templates_say_which_placeholders_they_use)
+{
+	struct al_runners rs;
 
 	al_runners_init(&rs);
-	got = joined(al_runner_argv(al_runners_find(&rs, "claude"), &v));
-	cr_assert_str_eq(got, "[claude] [-p] [--model=opus] [--permission-mode] [acceptEdits] "
-			      "[--allowedTools=Read,Edit] [--disallowedTools=Bash(rm:*)] "
-			      "[--output-format] [text]");
-	free(got);
-	v = (struct al_runner_vars){ 0 };
-	got = joined(al_runner_argv(al_runners_find(&rs, "claude"), &v));
-	cr_assert_str_eq(got, "[claude] [-p] [--permission-mode] [acceptEdits] "
-			      "[--output-format] [text]");
-	free(got);
-	cr_assert_eq(al_runners_find(&rs, "claude")->prompt, AL_PROMPT_STDIN);
+	cr_assert(al_runner_uses(al_runners_find(&rs, "claude"), "tools"));
+	cr_assert(al_runner_uses(al_runners_find(&rs, "claude"), "tool-names"));
+	cr_assert(al_runner_uses(al_runners_find(&rs, "claude"), "disallowed-tools"));
+	for (const char *const *n = (const char *const[]){ "codex", "gemini", "aider", "opencode",
+							   NULL }; *n; n++) {
+		cr_assert_not(al_runner_uses(al_runners_find(&rs, *n), "tools"), "%s", *n);
+		cr_assert_not(al_runner_uses(al_runners_find(&rs, *n), "disallowed-tools"), "%s", *n);
+		cr_assert(al_runner_uses(al_runners_find(&rs, *n), "model"), "%s", *n);
+	}
+	cr_assert_not(al_runner_uses(al_runners_find(&rs, "claude"), "tool"), "whole names only");
+	al_runners_release(&rs);
+}
+
+Test(runner, each_preset_takes_the_models_of_its_program)
+{
+	static const struct {
+		const char *runner, *model;
+		bool ok;
+	} cases[] = {
+		{ "claude", "sonnet", true },  { "claude", "opus", true },
+		{ "claude", "haiku", true },   { "claude", "claude-sonnet-4-5", true },
+		{ "claude", "sonnet[1m]", true },
+		{ "claude", "us.anthropic.claude-sonnet-4-5-v1:0", true },
+		{ "claude", "arn:aws:bedrock:us-east-1:1:inference-profile/anthropic.claude", true },
+		{ "claude", "gpt-5", false },  { "claude", "o3", false },
+		{ "claude", "gemini-2.5-pro", false },
+		{ "claude", "openai/gpt-5", false },
+		{ "codex", "gpt-5", true },    { "codex", "o4-mini", true },
+		{ "codex", "gpt-oss:20b", true },
+		{ "codex", "sonnet", false },  { "codex", "opus", false },
+		{ "codex", "haiku", false },   { "codex", "claude-opus-4-1", false },
+		{ "codex", "gemini-2.5-pro", false },
+		{ "gemini", "gemini-2.5-pro", true }, { "gemini", "flash", true },
+		{ "gemini", "auto", true },
+		{ "gemini", "sonnet", false }, { "gemini", "claude-sonnet-4-5", false },
+		{ "gemini", "gpt-5", false },  { "gemini", "google/gemini-2.5-pro", false },
+		{ "opencode", "anthropic/claude-sonnet-4-5", true },
+		{ "opencode", "openai/gpt-5", true },
+		{ "opencode", "sonnet", false }, { "opencode", "gpt-5", false },
+		{ "opencode", "/gpt-5", false }, { "opencode", "openai/", false },
+		{ "aider", "sonnet", true },   { "aider", "gpt-5", true },
+		{ "aider", "openrouter/x/y", true },
+	};
+	struct al_runners rs;
+	struct al_runner *mine;
+
+	al_runners_init(&rs);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(cases); i++) {
+		const char *p = al_runner_model_problem(al_runners_find(&rs, cases[i].runner),
+							cases[i].model);
+
+		cr_assert_eq(p == NULL, cases[i].ok, "%s with %s: %s", cases[i].runner,
+			     cases[i].model, p ? p : "ok");
+	}
+	cr_assert_str_eq(al_runner_model_problem(al_runners_find(&rs, "opencode"), "sonnet"),
+			 "provider/model (such as anthropic/claude-sonnet-4-5)");
+	/* a runner the flow defines takes any model */
+	mine = al_runners_get(&rs, "mine");
+	cr_assert_null(al_runner_model_problem(mine, "sonnet"));
 	al_runners_release(&rs);
 }
 
