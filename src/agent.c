@@ -82,6 +82,34 @@ static char *read_tools(struct al_check *c, const struct al_val *v, const char *
 	return al_strbuf_detach(&sb, NULL);
 }
 
+size_t al_read_models(struct al_check *c, const struct al_val *v, struct al_agent_model **out)
+{
+	size_t n = 0;
+
+	*out = al_calloc(v->n ? v->n : 1, sizeof(**out));
+	for (size_t i = 0; i < v->n; i++) {
+		const struct al_val *k = AL_VAL_KEY(v, i), *m = AL_VAL_VALUE(v, i);
+		struct al_agent_model *e = &(*out)[n];
+
+		if (!al_check_string(c, m, k->str, &e->model))
+			continue;
+		e->runner = k->str;
+		e->runner_pos = k->pos;
+		e->pos = m->pos;
+		n++;
+	}
+	return n;
+}
+
+const struct al_agent_model *al_models_find(const struct al_agent_model *v, size_t n,
+					    const char *runner)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].runner, runner))
+			return &v[i];
+	return NULL;
+}
+
 /* `model: sonnet`, or per runner: `model: {claude: sonnet, codex: gpt-5}`. */
 static void read_model(struct al_check *c, struct al_agent *a, const struct al_val *v)
 {
@@ -90,31 +118,16 @@ static void read_model(struct al_check *c, struct al_agent *a, const struct al_v
 			a->model_pos = v->pos;
 		return;
 	}
-	a->models = al_calloc(v->n ? v->n : 1, sizeof(*a->models));
-	for (size_t i = 0; i < v->n; i++) {
-		const struct al_val *k = AL_VAL_KEY(v, i), *m = AL_VAL_VALUE(v, i);
-		struct al_agent_model *e = &a->models[a->nmodels];
-
-		if (!al_check_string(c, m, k->str, &e->model))
-			continue;
-		e->runner = k->str;
-		e->runner_pos = k->pos;
-		e->pos = m->pos;
-		a->nmodels++;
-	}
+	a->nmodels = al_read_models(c, v, &a->models);
 }
 
 const char *al_agent_model(const struct al_agent *a, const char *runner, struct al_pos *pos)
 {
-	for (size_t i = 0; i < a->nmodels; i++)
-		if (!strcmp(a->models[i].runner, runner)) {
-			if (pos)
-				*pos = a->models[i].pos;
-			return a->models[i].model;
-		}
+	const struct al_agent_model *m = al_models_find(a->models, a->nmodels, runner);
+
 	if (pos)
-		*pos = a->model_pos;
-	return a->model;
+		*pos = m ? m->pos : a->model_pos;
+	return m ? m->model : a->model;
 }
 
 static void read_metrics(struct al_check *c, struct al_agent *a, const struct al_val *v)

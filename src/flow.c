@@ -154,10 +154,12 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 		} else if (!strcmp(name, "models")) {
 			static const char *const keys[] = { "converge" };
 
-			if (!strcmp(s, "converge"))
-				al_check_string(&l->c, val, s, &f->converge_model);
-			else
+			if (strcmp(s, "converge"))
 				al_check_unknown_key(&l->c, key, keys, 1, "models");
+			else if (val->kind == AL_VAL_MAP)
+				f->nconverge_models = al_read_models(&l->c, val, &f->converge_models);
+			else if (al_check_string(&l->c, val, s, &f->converge_model))
+				f->converge_pos = val->pos;
 		} else if (!strcmp(name, "limits")) {
 			static const char *const keys[] = { "max_agent_calls_per_hour" };
 
@@ -211,8 +213,25 @@ static void check_model(struct loader *l, const struct al_runner *r, const char 
 			     model, takes);
 }
 
-/* models.converge goes to every controller of a loop that converges. */
-static void check_converge(struct loader *l, const struct al_node *n, struct al_pos pos)
+const char *al_flow_converge_model(const struct al_flow *f, const struct al_agent *a,
+				   struct al_pos *pos)
+{
+	const struct al_agent_model *m = NULL;
+
+	if (a && f->nconverge_models)
+		m = al_models_find(f->converge_models, f->nconverge_models,
+				   a->runner ? a->runner : f->default_runner);
+	if (pos)
+		*pos = m ? m->pos : f->converge_pos;
+	return m ? m->model : f->converge_model;
+}
+
+/*
+ * One models.converge goes to every controller of a loop that converges:
+ * their runners must take it (the entries of a map are checked each
+ * against its own runner).
+ */
+static void check_converge(struct loader *l, const struct al_node *n)
 {
 	const struct al_flow *f = l->flow;
 	const struct al_agent *a = n ? n->controller.agent : NULL;
@@ -225,14 +244,15 @@ static void check_converge(struct loader *l, const struct al_node *n, struct al_
 		const char *takes = r ? al_runner_model_problem(r, f->converge_model) : NULL;
 
 		if (takes)
-			loader_error(l, pos, "runner '%s' of controller '%s' cannot take model "
-				     "'%s': it takes %s", r->name, a->path, f->converge_model, takes);
+			loader_error(l, f->converge_pos, "runner '%s' of controller '%s' cannot take "
+				     "model '%s': it takes %s", r->name, a->path, f->converge_model,
+				     takes);
 	}
-	check_converge(l, n->child, pos);
+	check_converge(l, n->child);
 	for (size_t i = 0; i < n->nchildren; i++)
-		check_converge(l, n->children[i], pos);
-	check_converge(l, n->then_branch, pos);
-	check_converge(l, n->else_branch, pos);
+		check_converge(l, n->children[i]);
+	check_converge(l, n->then_branch);
+	check_converge(l, n->else_branch);
 }
 
 /*
@@ -277,9 +297,21 @@ static void check_runners(struct loader *l)
 			names = al_runners_names(&f->runners);
 		loader_error(l, a->runner_pos, "unknown runner '%s' (known: %s)", a->runner, names);
 	}
-	if (f->converge_model && f->doc)
-		check_converge(l, f->root, al_val_get(al_val_get(f->doc->root, "models"),
-						      "converge")->pos);
+	for (size_t k = 0; k < f->nconverge_models; k++) {
+		const struct al_agent_model *m = &f->converge_models[k];
+		const struct al_runner *r = al_runners_find(&f->runners, m->runner);
+
+		if (r) {
+			check_model(l, r, m->model, m->pos);
+			continue;
+		}
+		if (!names)
+			names = al_runners_names(&f->runners);
+		loader_error(l, m->runner_pos, "unknown runner '%s' in 'converge' (known: %s)",
+			     m->runner, names);
+	}
+	if (f->converge_model)
+		check_converge(l, f->root);
 	free(names);
 }
 
@@ -412,6 +444,7 @@ void al_flow_free(struct al_flow *f)
 	loader_node_free(f->root);
 	al_agents_release(&f->agents);
 	al_runners_release(&f->runners);
+	free(f->converge_models);
 	al_doc_free(f->doc);
 	for (size_t i = 0; i < f->nowned; i++)
 		free(f->owned[i]);

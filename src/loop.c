@@ -225,8 +225,8 @@ static int decide(struct al_node_run *lp)
 			.deadline_ms = lp->deadline,
 		};
 
-		if (r.all_pass && ex->flow->converge_model)
-			ctx.model = ex->flow->converge_model;
+		if (r.all_pass)
+			ctx.model = al_flow_converge_model(ex->flow, ctx.agent, NULL);
 		if (lp->n->child) {
 			char *child_dir = al_run_node_dir(ex->run, lp->n->child->path);
 

@@ -89,6 +89,12 @@ static inline bool al_agent_is_command(const struct al_agent *a)
  */
 const char *al_agent_model(const struct al_agent *a, const char *runner, struct al_pos *pos);
 
+struct al_check;
+/* Reads a map runner -> model (`{claude: sonnet}`) into *out; returns how many. */
+size_t al_read_models(struct al_check *c, const struct al_val *map, struct al_agent_model **out);
+const struct al_agent_model *al_models_find(const struct al_agent_model *v, size_t n,
+					    const char *runner);
+
 /*
  * Splits Markdown into front matter and body. `*fm` and `*fm_len` delimit
  * the YAML between the `---` lines (fm is NULL if the text has none) and

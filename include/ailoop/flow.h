@@ -130,7 +130,10 @@ struct al_flow {
 	int agent_timeout_seconds;
 	const char *action_agent;
 	enum al_on_error on_error;
-	const char *converge_model;
+	const char *converge_model; /* for every runner, NULL if none or per runner */
+	struct al_agent_model *converge_models; /* models.converge as a map by runner */
+	size_t nconverge_models;
+	struct al_pos converge_pos;
 	int max_agent_calls_per_hour;
 
 	struct al_runners runners;
@@ -153,6 +156,14 @@ struct al_flow {
  */
 int al_flow_load(struct al_flow **out, const char *file, struct al_diags *diags);
 void al_flow_free(struct al_flow *flow);
+
+/*
+ * models.converge for `controller`: the entry for its runner, else the one
+ * model (NULL: none, the agent's own model stays). *pos, if not NULL, is
+ * where the flow gives it.
+ */
+const char *al_flow_converge_model(const struct al_flow *flow, const struct al_agent *controller,
+				   struct al_pos *pos);
 
 /*
  * Adds to `warnings` what a valid flow asks that its runners cannot do: an

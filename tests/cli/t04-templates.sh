@@ -22,7 +22,7 @@ for flow in "$AILOOP_SRC"/flows/*.yaml; do
 	run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run --dry-run "make the tests pass"
 	expect_rc 0 "template $name plans"
 	if grep -q 'controller: .ai-loop/agents/loop-controller' "$flow"; then
-		expect_in "$out" "claude -p --model=opus --permission-mode acceptEdits --allowedTools=Read,Grep,Glob,Write" \
+		expect_in "$out" "claude -p --model=opus --permission-mode acceptEdits --tools=Read,Grep,Glob,Write --allowedTools=Read,Grep,Glob,Write" \
 			"template $name controller command"
 	fi
 	if grep -q 'sensors: \[.ai-loop/agents/loop-sensor-tests.md\]' "$flow"; then

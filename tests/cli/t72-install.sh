@@ -111,8 +111,10 @@ runners="claude codex gemini aider opencode"
 	printf 'version: 1\nflow:\n  id: all\n  type: sequence\n  children:\n'
 	for r in $runners; do
 		printf '    - {id: %s, type: action, skill: x, agent: .ai-loop/agents/%s.md}\n' "$r" "$r"
-		printf -- '---\nrunner: %s\nmodel: MODEL\ntools: TOOLS\ndisallowedTools: DISALLOWED\n---\n{task}\n' \
-			"$r" >"$D/.ai-loop/agents/$r.md"
+		# opencode takes provider/model only
+		m=MODEL && [ "$r" != opencode ] || m=provider/MODEL
+		printf -- '---\nrunner: %s\nmodel: %s\ntools: TOOLS\ndisallowedTools: DISALLOWED\n---\n{task}\n' \
+			"$r" "$m" >"$D/.ai-loop/agents/$r.md"
 		printf '#!/bin/sh\nexit 0\n' >"$TEST_TMP/stubs/$r" && chmod +x "$TEST_TMP/stubs/$r"
 	done
 } >"$D/.ai-loop/flow.yaml"
@@ -121,7 +123,9 @@ commit_all "$D"
 	printf '%s\n' "$out" >"$TEST_TMP/dry-run")
 for r in $runners; do
 	line=$(sed -n "s/^ *\\$ \\($r .*\\)/\\1/p" "$TEST_TMP/dry-run" |
-		sed -e 's/ < <prompt>$//' -e "s/'<prompt-file>'/PROMPT-FILE/" -e "s/'\\(--[a-zA-Z]*=TOOLS\\)'/\\1/")
+		sed -e 's/ < <prompt>$//' -e "s/'<prompt-file>'/PROMPT-FILE/" -e "s/'\\(--[a-zA-Z]*=TOOLS\\)'/\\1/" \
+			-e 's/--tools=TOOLS/--tools=TOOL-NAMES/' -e 's/--approval-mode auto_edit/--approval-mode MODE/' \
+			-e 's|=provider/MODEL|=MODEL|')
 	[ -n "$line" ] && pass || fail "--dry-run shows the $r preset's command line"
 	grep -qF "| \`$r\` | \`$line\` |" "$AILOOP_SRC/README.md" && pass ||
 		fail "README: the $r preset's command line is [$line]"

@@ -56,6 +56,7 @@ MD
 	cat >"$1/.ai-loop/flow.yaml" <<YAML
 version: 1
 defaults: {runner: $2}
+models: {converge: {claude: haiku, codex: gpt-5-mini}}
 flow:
   id: fix
   type: loop
@@ -89,6 +90,8 @@ expect_eq "$(argv_of 0-claude)" \
 expect_eq "$(argv_of 1-claude)" \
 	"-p --permission-mode acceptEdits --tools=Read,Edit,Bash --allowedTools=Read,Edit,Bash(git diff:*),Bash(make, test) --disallowedTools=Bash(rm *) --no-session-persistence --output-format text " \
 	"claude actuator: --tools takes bare names once, --allowedTools the patterns"
+expect_in "$(argv_of 2-claude)" "-p --model=haiku " \
+	"the converging claude controller gets the claude entry of models.converge"
 expect_eq "$(ls "$HOME")" "" "claude runs leave nothing in the home directory"
 prompt=$(cat "$CALLS/1-claude.stdin")
 expect_in "$prompt" "Task file: $nodes/task.md" "footer: the task file as an absolute path"
@@ -106,6 +109,8 @@ expect_eq "$(argv_of 0-codex)" \
 expect_eq "$(argv_of 1-codex)" \
 	"exec --sandbox workspace-write --ephemeral --skip-git-repo-check --color never - " \
 	"codex actuator: no model, no tool flags"
+expect_in "$(argv_of 2-codex)" "exec --model=gpt-5-mini " \
+	"the converging codex controller gets the codex entry of models.converge"
 run "$AILOOP" validate
 expect_rc 0 "tools codex cannot enforce are not an error"
 expect_in "$err" ".ai-loop/agents/controller.md:3:1: warning: runner 'codex' has no way to enforce 'tools': agent file '.ai-loop/agents/controller.md' may use tools it does not list" \
@@ -131,6 +136,7 @@ run_preset aider
 expect_eq "$(argv_of 1-aider)" \
 	"--yes-always --no-auto-commits --no-gitignore --no-check-update --no-show-release-notes --no-pretty --no-stream --message-file .ai-loop/runs/$run_id/nodes/fix/logs/actuator.prompt.md " \
 	"aider: no .gitignore edits, no update checks or release notes"
+expect_not_in "$(argv_of 2-aider)" "--model" "no aider entry anywhere: aider's own model"
 run_preset opencode
 expect_eq "$(argv_of 0-opencode)" \
 	"run --model=openai/gpt-5 Carry out the instructions in the attached file. --file .ai-loop/runs/$run_id/nodes/fix/logs/controller.prompt.md " \
@@ -200,12 +206,19 @@ name: actuator
 ---
 Act.
 MD
-sed -i 's/^defaults: {runner: codex}$/defaults: {runner: codex}\nmodels: {converge: haiku}/' \
-	.ai-loop/flow.yaml
+sed -i 's/^models: .*/models: {converge: haiku}/' .ai-loop/flow.yaml
 run "$AILOOP" validate
 expect_rc 65 "a Claude converge model for a codex controller"
 expect_in "$err" ".ai-loop/flow.yaml:3:20: error: runner 'codex' of controller '.ai-loop/agents/controller.md' cannot take model 'haiku'" \
 	"the error is at models.converge"
+sed -i 's/^models: .*/models: {converge: {codex: sonnet, gemni: flash}}/' .ai-loop/flow.yaml
+run "$AILOOP" validate
+expect_rc 65 "a per-runner converge map is checked too"
+expect_in "$err" ".ai-loop/flow.yaml:3:28: error: runner 'codex' cannot take model 'sonnet'" \
+	"its entry for codex"
+expect_in "$err" ".ai-loop/flow.yaml:3:36: error: unknown runner 'gemni' in 'converge'" \
+	"its unknown runner"
+expect_in "$err" "ailoop: 2 errors in .ai-loop/flow.yaml" "each problem once"
 
 # a flow's own runner under a preset's name, with another program: any model
 cat >.ai-loop/flow.yaml <<'YAML'
