@@ -211,8 +211,7 @@ static void read_front_matter(struct al_check *c, struct al_agent *a, const stru
 		} else if (!strcmp(key, "disallowedTools")) {
 			a->disallowed_tools = read_tools(c, v, key);
 			a->disallowed_pos = k->pos;
-		}
-		else if (!strcmp(key, "command"))
+		} else if (!strcmp(key, "command"))
 			read_command(c, a, v);
 		else if (!strcmp(key, "timeout"))
 			al_check_int(c, v, key, 1, 7 * 24 * 3600, &a->timeout);
