@@ -9,6 +9,9 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config git libyaml-dev libgit2-dev
 	libpcre2-dev libcriterion-dev libjansson-dev graphviz jq procps bsdutils bc
 	clang libclang-rt-dev groff-base man-db)
+# npm installs the real claude CLI for its end-to-end test (a Node.js from
+# elsewhere, e.g. NodeSource, brings its own npm: keep it)
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
