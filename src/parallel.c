@@ -181,6 +181,7 @@ static int start(struct al_node_run *nr, struct kid *kids, size_t k)
 		return al_err(AL_ERROR, "cannot start child '%s': %s", nr->n->children[k]->id,
 			      strerror(errno));
 	al_progress_end(nr->ex->progress);
+	al_crash_setup(); /* the crash points' count is shared with the child */
 	fflush(NULL); /* nothing buffered is written twice */
 	if ((pid = fork()) < 0) {
 		close(fds[0]);
