@@ -124,4 +124,52 @@ for n in $(seq 1 "$total"); do
 done
 echo "kill test: tried $tried kill points, $recovered recovered ($SECONDS s)"
 
+# --- SIGKILL of the coordinator alone while its children run -----------------------------
+# Its child processes die with it (PDEATHSIG); the agent at work is
+# orphaned and stopped by the resume. A resume that comes while a dying
+# child still holds the work tree's lock says the run is busy (exit 75)
+# and changes nothing; the next one finishes the run, and no child's
+# commit is lost or made twice.
+w=$T/coordinator
+rm -rf "$w"
+cp -a "$T/template" "$w"
+cd "$w"
+export TRAIL=$T/coordinator.trail NAP=30
+"$AILOOP" run --quiet "deliver it" >/dev/null 2>&1 &
+pid=$!
+i=0
+until [ -e b-1.txt ] && triples "$w" | grep -q '1.2 main/rounds/par/fix complete' &&
+	triples "$w" | grep -q '1 main/rounds/par/a complete' || [ $i -ge 600 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+[ $i -lt 600 ] && pass || fail "the children did not get going"
+children=$(pgrep -P "$pid" | tr '\n' ' ')
+{ kill -KILL "$pid" && wait "$pid"; } 2>/dev/null
+unset NAP
+tries=0 busy=0
+while :; do
+	tries=$((tries + 1))
+	rc=$({ "$AILOOP" resume >/dev/null 2>"$T/resume.err"; echo $?; } 2>/dev/null)
+	[ "$rc" -eq 75 ] && [ $tries -lt 100 ] || break
+	grep -q "is locked by\|wait for it to end" "$T/resume.err" && busy=$((busy + 1)) ||
+		fail "exit 75 without saying who holds the run: $(cat "$T/resume.err")"
+	sleep 0.05
+done
+expect_eq "$rc" 0 "resume finishes the run whose coordinator was killed ($busy busy first)"
+for c in $children; do
+	[ ! -e "/proc/$c" ] || [ "$(awk '{print $3}' "/proc/$c/stat" 2>/dev/null)" = Z ] ||
+		fail "child process $c outlived its coordinator"
+done
+pass
+expect_in "$(cat "$T/resume.err")" "ailoop: stopped " "resume stops the orphaned agent"
+echo "coordinator killed: $busy busy resume(s) before the one that finished"
+expect_eq "$(canonical "$w")" "$ref_triples" "the same commits as the reference"
+expect_eq "$(code_tree "$w")" "$ref_tree" "the same tree as the reference"
+expect_eq "$(grep -cx a "$TRAIL") $(grep -cx b "$TRAIL")" "1 2" \
+	"the finished child did not run again, the killed one did"
+git fsck --strict >/dev/null 2>&1 && pass || fail "git fsck --strict after the coordinator's kill"
+expect_eq "$(git status --porcelain)" "" "the tree ends clean"
+unset TRAIL
+
 finish
