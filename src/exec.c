@@ -6,6 +6,7 @@
 #include "ailoop/signals.h"
 #include "ailoop/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -200,7 +201,19 @@ static char *relabel(const char *label, int k)
 	return dot ? al_xprintf("%.*s.%d", (int)(dot - label), label, k) : al_xprintf("%d", k);
 }
 
-/* Rewrites the state of node `path` of `run` for a retry (see al_exec_retry). */
+static int reopen_below(struct al_run *run, const char *path, bool check_only);
+
+static bool is_parallel(const struct al_node_state *st)
+{
+	return st->type && !strcmp(st->type, "parallel");
+}
+
+/*
+ * Rewrites the state of node `path` of `run` for a retry (see
+ * al_exec_retry): `innermost`, the last node of the run's stack. That is
+ * the node whose step failed, or a parallel node, below which the failed
+ * step is in a child's nodes (a child process has no stack of its own).
+ */
 static int reopen_node(struct al_run *run, const char *path, bool innermost, bool check_only)
 {
 	struct al_node_state st;
@@ -208,30 +221,39 @@ static int reopen_node(struct al_run *run, const char *path, bool innermost, boo
 	char *dir = al_run_node_dir(run, path), *state = al_xprintf("%s/orchestrator-output.md", dir);
 	char *task_path = al_xprintf("%s/task.md", dir);
 	int rc = al_node_state_read(&st, state);
+	bool open, below;
 
 	if (rc < 0)
 		goto done;
-	if (!strcmp(st.status, "running")) /* already open: a retry killed half-way */
+	open = !strcmp(st.status, "running"); /* already open: a retry killed half-way */
+	below = !st.failed && is_parallel(&st);
+	if (open && !below)
 		goto done;
-	if (strcmp(st.status, "error") || (innermost && !st.failed)) {
+	if (!open && (strcmp(st.status, "error") || (innermost && !st.failed && !below))) {
 		rc = al_err(AL_ENOTFOUND, "node '%s' did not end in an agent's error", path);
 		goto done;
 	}
-	if (check_only || (rc = al_strbuf_read_file(&task, task_path, 0)) < 0)
-		goto done;
-	if (innermost) { /* the failed step, as the next iteration: the error keeps its label */
-		char *label = relabel(st.label, ++st.iteration);
+	if (!open && !check_only && (rc = al_strbuf_read_file(&task, task_path, 0)) == 0) {
+		if (st.failed) { /* the failed step, as the next iteration: the error keeps its label */
+			char *label = relabel(st.label, ++st.iteration);
 
-		free(st.label);
-		st.label = label;
-		st.phase = st.failed_phase;
-		st.failed = false;
-		free(st.summary);
-		st.summary = NULL;
+			free(st.label);
+			st.label = label;
+			st.phase = st.failed_phase;
+			st.failed = false;
+			free(st.summary);
+			st.summary = NULL;
+		} else if (below) { /* its unfinished children run again */
+			st.phase = AL_PHASE_CHILDREN;
+			free(st.summary);
+			st.summary = NULL;
+		}
+		free(st.status);
+		st.status = al_strdup("running");
+		rc = al_node_state_write(&st, state, task.buf);
 	}
-	free(st.status);
-	st.status = al_strdup("running");
-	rc = al_node_state_write(&st, state, task.buf);
+	if (rc == 0 && below) /* after the node itself: the innermost last */
+		rc = reopen_below(run, path, check_only);
 done:
 	al_node_state_release(&st); /* a failed read leaves it empty */
 	al_strbuf_release(&task);
@@ -241,6 +263,52 @@ done:
 	return rc;
 }
 
+/* Reopens the nodes below parallel node `path` that the error ended, to any depth. */
+static int reopen_below(struct al_run *run, const char *path, bool check_only)
+{
+	char *dir = al_run_node_dir(run, path);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int rc = 0;
+
+	while (d && rc == 0 && (e = readdir(d))) {
+		struct al_node_state st;
+		char *sub, *state;
+		bool ours, step = false;
+
+		if (e->d_name[0] == '.')
+			continue;
+		sub = al_xprintf("%s/%s", path, e->d_name);
+		state = al_xprintf("%s/%s/orchestrator-output.md", dir, e->d_name);
+		ours = al_node_state_read(&st, state) == 0 && !strcmp(st.run_id, run->st.run_id) &&
+		       (!strcmp(st.status, "error") || !strcmp(st.status, "running"));
+		if (ours && !strcmp(st.status, "error") && !st.failed && !is_parallel(&st) &&
+		    !check_only) { /* a node around the failed step */
+			struct al_strbuf task = AL_STRBUF_INIT;
+			char *task_path = al_xprintf("%s/%s/task.md", dir, e->d_name);
+
+			if ((rc = al_strbuf_read_file(&task, task_path, 0)) == 0) {
+				free(st.status);
+				st.status = al_strdup("running");
+				rc = al_node_state_write(&st, state, task.buf);
+			}
+			al_strbuf_release(&task);
+			free(task_path);
+		}
+		if (ours)
+			step = st.failed || is_parallel(&st);
+		al_node_state_release(&st);
+		if (ours && rc == 0)
+			rc = step ? reopen_node(run, sub, true, check_only)
+				  : reopen_below(run, sub, check_only);
+		free(state);
+		free(sub);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	return rc;
+}
 int al_exec_retry(struct al_run *run, bool check_only)
 {
 	struct al_run_state *st = &run->st;

@@ -28,10 +28,12 @@
  *
  * Its state's children-done has one character per child: '.' not
  * finished, 'c' succeeded, 'f' failed, 's' skipped (stopped or never
- * started once the node had its result, or stopped by a sibling's error
- * that ended the run). Each end is written as soon as this process learns
- * of it, before anything else happens; a resume starts again only the
- * children still at '.', which continue from their own state on disk.
+ * started once the node had its result). Each end is written as soon as
+ * this process learns of it, before anything else happens; a resume starts
+ * again only the children still at '.', which continue from their own
+ * state on disk. A child's agent error ends the run (fail-fast): the other
+ * children pause, and a retry (al_exec_retry) runs the failed step again
+ * and continues them.
  * Once the node has its result, the unfinished children are marked 's'
  * first, then stopped (SIGTERM: a child pauses its agents as for an
  * interrupt), and then their own states are made final (status skipped),
@@ -179,6 +181,7 @@ static int start(struct al_node_run *nr, struct kid *kids, size_t k)
 		return al_err(AL_ERROR, "cannot start child '%s': %s", nr->n->children[k]->id,
 			      strerror(errno));
 	al_progress_end(nr->ex->progress);
+	al_crash_setup(); /* the crash points' count is shared with the child */
 	fflush(NULL); /* nothing buffered is written twice */
 	if ((pid = fork()) < 0) {
 		close(fds[0]);
@@ -437,10 +440,11 @@ static int run_children(struct al_node_run *nr)
 			if (got != kids[k].pid)
 				continue;
 			running--;
+			/*
+			 * An agent's error ends the run: the others pause, as for an
+			 * interrupt, and a retry continues them with the failed child.
+			 */
 			err = ended(nr, &kids[k], k, status);
-			if (err == AL_EAGENT) /* the run ends: the others are skipped */
-				for (char *p = nr->st.done; *p; p++)
-					*p = *p == '.' ? 's' : *p;
 			if (err < 0 && (rc == 0 || rc == AL_EINTR))
 				rc = err;
 			if ((err = al_node_save(nr)) < 0 && rc == 0)

@@ -1,12 +1,15 @@
 #include "ailoop/util.h"
 #include "ailoop/strbuf.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -334,23 +337,117 @@ int64_t al_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The crash points' state: `count` in memory shared with the forked processes of the run. */
+static struct {
+	bool ready;
+	long at;
+	const char *log;
+	struct crash_shared {
+		long count;
+		pid_t root; /* the process that set it up: the run's top */
+	} *shared;
+} crash;
+
+void al_crash_setup(void)
+{
+	const char *v;
+
+	if (crash.ready)
+		return;
+	crash.ready = true;
+	v = getenv("AILOOP_CRASH_AT");
+	crash.at = v ? atol(v) : 0;
+	crash.log = getenv("AILOOP_CRASH_LOG");
+	if (!crash.at && !crash.log)
+		return;
+	crash.shared = mmap(NULL, sizeof(*crash.shared), PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (crash.shared == MAP_FAILED) {
+		crash.shared = NULL;
+		crash.at = 0;
+		crash.log = NULL;
+		fprintf(stderr, "ailoop: crash points are off: %s\n", strerror(errno));
+		return;
+	}
+	crash.shared->root = getpid();
+}
+
+/* Adds the processes below those in pids[0..*n) to it, stopped; false when none was new. */
+static bool stop_below(pid_t *pids, size_t *n, size_t cap)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	bool more = false;
+
+	while (d && (e = readdir(d)) && *n < cap) {
+		char path[64], buf[512], *paren;
+		long pid = atol(e->d_name), ppid;
+		ssize_t len;
+		int fd;
+		bool known = false, below = false;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		/* "pid (comm) state ppid ...": comm may hold anything, up to the last ')' */
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		if (!(paren = strrchr(buf, ')')) || sscanf(paren + 1, " %*c %ld", &ppid) != 1)
+			continue;
+		for (size_t i = 0; i < *n; i++) {
+			known |= pids[i] == (pid_t)pid;
+			below |= pids[i] == (pid_t)ppid;
+		}
+		if (below && !known) {
+			if ((pid_t)pid != getpid())
+				kill((pid_t)pid, SIGSTOP);
+			pids[(*n)++] = (pid_t)pid;
+			more = true;
+		}
+	}
+	if (d)
+		closedir(d);
+	return more;
+}
+
+/*
+ * The crash: every process of the run stopped first (none starts another),
+ * then killed, each process's children before it.
+ */
+static void crash_run(void)
+{
+	pid_t pids[1024];
+	size_t n = 0;
+
+	pids[n++] = crash.shared->root;
+	if (crash.shared->root != getpid())
+		kill(crash.shared->root, SIGSTOP);
+	while (stop_below(pids, &n, sizeof(pids) / sizeof(pids[0])))
+		;
+	/* children before their parents: a child process dies with its parent (PDEATHSIG) */
+	for (size_t i = n; i-- > 0;)
+		if (pids[i] != getpid())
+			kill(pids[i], SIGKILL);
+	raise(SIGKILL);
+}
+
 void al_crash_point(const char *name)
 {
-	static long at = -1, count;
-	static const char *log;
+	long count;
 
-	if (at < 0) {
-		const char *v = getenv("AILOOP_CRASH_AT");
-
-		at = v ? atol(v) : 0;
-		log = getenv("AILOOP_CRASH_LOG");
-	}
-	if (!at && !log)
+	if (!crash.ready)
+		al_crash_setup();
+	if (!crash.shared)
 		return;
-	count++;
-	if (log) {
+	count = __atomic_add_fetch(&crash.shared->count, 1, __ATOMIC_SEQ_CST);
+	if (crash.log) {
 		char line[256];
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		int fd = open(crash.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 		int n = snprintf(line, sizeof(line), "%ld %s\n", count, name);
 
 		if (fd >= 0) {
@@ -359,6 +456,6 @@ void al_crash_point(const char *name)
 			close(fd);
 		}
 	}
-	if (count == at)
-		raise(SIGKILL);
+	if (count == crash.at)
+		crash_run();
 }

@@ -110,13 +110,18 @@ void al_strmap_release(struct al_strmap *map);
 
 /*
  * Crash points, for the tests of crash safety: with AILOOP_CRASH_AT=N in
- * the environment, the N-th point reached kills the process with SIGKILL,
- * as a power cut would; AILOOP_CRASH_LOG=FILE appends each point's name.
+ * the environment, the N-th point reached kills the run with SIGKILL, as a
+ * power cut would: the ailoop process and every process below it (a
+ * parallel node's child processes, agents). The points are counted across
+ * all the run's ailoop processes, so N names one point whichever process
+ * reaches it. AILOOP_CRASH_LOG=FILE appends each point's number and name.
  * Points sit where a crash is most dangerous: around state writes, between
  * a commit and the state that records it, while agents run. Without those
  * variables a point costs one branch.
  */
 void al_crash_point(const char *name);
+/* Sets the count up in this process, before it forks the processes that share it. */
+void al_crash_setup(void);
 
 /* Monotonic milliseconds, for durations and deadlines. */
 int64_t al_now_ms(void);

@@ -137,7 +137,7 @@ expect_in "$err" "error: actuator '.ai-loop/agents/failing.md' failed with exit 
 expect_eq "$(triples "$R" | tr '\n' ',')" "0 par/broken running,1 par/broken error,0 par error," \
 	"the child's error commit, then the run's last commit"
 expect_in "$(cat .ai-loop/runs/run_*/run-state.md)" "status: error" "the run ended in error"
-expect_eq "$(state_of hold-e)" "skipped" "the sibling still running is skipped"
+expect_eq "$(state_of hold-e)" "running" "the sibling still running pauses: a retry continues it"
 no_agent_left && pass || fail "no agent of the stopped sibling is left"
 run "$AILOOP" resume
 expect_rc 66 "a plain resume leaves a run in error alone"
