@@ -100,6 +100,8 @@ static void render_prompt(struct al_call *call, const struct al_exec *ex, const 
 	if (c->input)
 		al_strbuf_addf(out, "Input: %s\n", c->input);
 	al_strbuf_addf(out, "Write your output to: %s\n", c->output);
+	if (c->notice)
+		al_strbuf_addf(out, "\n%s\n", c->notice);
 }
 
 static void add_env(char ***env, size_t *n, const char *key, const char *value)
