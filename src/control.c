@@ -333,12 +333,8 @@ int al_control_run(struct al_exec *ex, const struct al_node *n, const char *task
 		return rc;
 	if (n->type == AL_NODE_TRANSACTION && !nr.st.base_commit)
 		rc = mark_base(&nr);
-	if (rc == 0 && n->type == AL_NODE_LOOP && nr.resumed) {
+	if (rc == 0 && n->type == AL_NODE_LOOP && nr.resumed)
 		rc = al_breaker_resume(&nr);
-	} else if (rc == 0 && n->type == AL_NODE_LOOP) { /* the tree it starts from: its breaker's baseline */
-		if ((rc = al_breaker_iteration(&nr, false)) == 0)
-			rc = al_node_save(&nr);
-	}
 	while (!done && rc == 0) {
 		if (al_signals_count()) { /* the safe point between two steps */
 			rc = AL_EINTR;
