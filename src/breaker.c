@@ -343,7 +343,8 @@ static char *describe(const struct al_node_run *nr, const struct al_breaker *b)
 				 count == 1 ? "" : "s", first, nr->st.label,
 				 n->nsensors ? "no sensor turned pass, no sensor metric changed and "
 					       "no file changed"
-					     : "no file changed and every child ended as before");
+				 : n->sensor_form ? "no file changed"
+						  : "no file changed and every child ended as before");
 	else
 		msg = al_xprintf("the same failing sensor output %d iteration%s in a row (%s to %s)",
 				 count, count == 1 ? "" : "s", first, nr->st.label);
