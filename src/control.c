@@ -1,3 +1,4 @@
+#include "ailoop/breaker.h"
 #include "ailoop/exec.h"
 #include "ailoop/memory.h"
 #include "ailoop/signals.h"
@@ -271,7 +272,7 @@ static int rollback(struct al_node_run *nr)
 
 static int commit(struct al_node_run *nr, bool *done)
 {
-	int rc = al_node_commit(nr, NULL);
+	int rc = al_node_commit(nr, NULL), blocked;
 
 	if (rc < 0)
 		return rc;
@@ -279,7 +280,10 @@ static int commit(struct al_node_run *nr, bool *done)
 		*done = true;
 		return 0;
 	}
-	/* a loop's next iteration */
+	/* a loop's next iteration, unless its circuit breaker opens on this one */
+	blocked = al_breaker_iteration(nr, true);
+	if (blocked < 0 && blocked != AL_EBLOCKED)
+		return blocked;
 	nr->st.iteration++;
 	free(nr->st.label);
 	nr->st.label = al_label_for(nr->parent_label, nr->st.iteration);
@@ -287,6 +291,16 @@ static int commit(struct al_node_run *nr, bool *done)
 	nr->st.brk = false;
 	nr->st.phase = AL_PHASE_CHILDREN;
 	al_set_str(&nr->st.summary, NULL);
+	if (blocked == AL_EBLOCKED) { /* it waits there, blocked, for `ailoop resume` */
+		char *msg = al_strdup(al_errmsg());
+
+		al_set_str(&nr->st.status, "blocked");
+		al_set_str(&nr->st.summary, nr->st.breaker.reason);
+		if ((rc = al_node_save(nr)) == 0)
+			rc = al_err(AL_EBLOCKED, "%s", msg);
+		free(msg);
+		return rc;
+	}
 	return al_node_save(nr);
 }
 
@@ -319,6 +333,8 @@ int al_control_run(struct al_exec *ex, const struct al_node *n, const char *task
 		return rc;
 	if (n->type == AL_NODE_TRANSACTION && !nr.st.base_commit)
 		rc = mark_base(&nr);
+	if (rc == 0 && n->type == AL_NODE_LOOP && nr.resumed)
+		rc = al_breaker_resume(&nr);
 	while (!done && rc == 0) {
 		if (al_signals_count()) { /* the safe point between two steps */
 			rc = AL_EINTR;

@@ -1,4 +1,5 @@
 #include "flow_loader.h"
+#include "ailoop/breaker.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
@@ -335,24 +336,42 @@ static void parse_actuator(struct loader *l, struct al_node *n, const struct al_
 static void parse_termination(struct loader *l, struct al_node *n, const struct al_val *v,
 			      const struct al_val **max_it, const struct al_val **timeout)
 {
-	/* only loops take max_iterations: it comes last so that others can omit it */
-	static const char *const keys[] = { "timeout_seconds", "max_iterations" };
+	/* only loops take the keys after timeout_seconds, the exit gate only the sensor form */
+	static const char *const keys[] = { "timeout_seconds", "max_iterations",
+					    "no_progress_limit", "same_error_limit", "exit_gate" };
+	static const char *const gates[] = { "controller", "dual" };
+	bool loop = n->type == AL_NODE_LOOP;
+	int e;
 
 	if (!al_check_kind(&l->c, v, AL_VAL_MAP, "termination"))
 		return;
 	for (size_t i = 0; i < v->n; i++) {
 		const struct al_val *k = AL_VAL_KEY(v, i), *val = AL_VAL_VALUE(v, i);
+		bool loop_key = false;
 
-		if (!strcmp(k->str, "max_iterations") && n->type == AL_NODE_LOOP)
+		for (size_t j = 1; j < AL_ARRAY_SIZE(keys); j++)
+			loop_key |= !strcmp(k->str, keys[j]);
+		if (loop_key && !loop) {
+			loader_error(l, k->pos, "'%s' is for loop nodes only (this is a %s node)",
+			      k->str, type_names[n->type]);
+		} else if (!strcmp(k->str, "max_iterations")) {
 			*max_it = val;
-		else if (!strcmp(k->str, "max_iterations"))
-			loader_error(l, k->pos, "'max_iterations' is for loop nodes only (this is a %s node)",
-			      type_names[n->type]);
-		else if (!strcmp(k->str, "timeout_seconds"))
+		} else if (!strcmp(k->str, "timeout_seconds")) {
 			*timeout = val;
-		else
-			al_check_unknown_key(&l->c, k, keys, n->type == AL_NODE_LOOP ? 2 : 1,
+		} else if (!strcmp(k->str, "no_progress_limit")) {
+			al_check_int(&l->c, val, k->str, 0, 100000, &n->no_progress_limit);
+		} else if (!strcmp(k->str, "same_error_limit")) {
+			al_check_int(&l->c, val, k->str, 0, 100000, &n->same_error_limit);
+		} else if (!strcmp(k->str, "exit_gate")) {
+			if (!n->sensor_form)
+				loader_error(l, k->pos, "'exit_gate' is for loops with sensors and a "
+				      "controller (this loop runs children)");
+			else if (al_check_enum(&l->c, val, k->str, gates, 2, &e))
+				n->exit_gate_dual = e == 1;
+		} else {
+			al_check_unknown_key(&l->c, k, keys, loop ? AL_ARRAY_SIZE(keys) : 1,
 					     "termination");
+		}
 	}
 }
 
@@ -605,6 +624,10 @@ static void check_node(struct loader *l, struct al_node *n, const struct al_val 
 
 	switch (n->type) {
 	case AL_NODE_LOOP:
+		if (n->exit_gate_dual && !n->nsensors && given(v, "termination"))
+			loader_error(l, al_val_get(given(v, "termination"), "exit_gate")->pos,
+			      "exit_gate 'dual' needs sensors: the loop completes when its "
+			      "controller says the target is met and every sensor passes");
 		if (n->sensor_form) {
 			if (!given(v, "controller"))
 				loader_error(l, v->pos, "loop needs a 'controller' (an agent file or %s)",
@@ -685,6 +708,8 @@ struct al_node *loader_node(struct loader *l, const struct al_val *v, struct al_
 	n->parent = parent;
 	n->depth = parent ? parent->depth + 1 : 0;
 	n->strategy = AL_STRATEGY_DIRECT;
+	n->no_progress_limit = AL_DEFAULT_NO_PROGRESS_LIMIT;
+	n->same_error_limit = AL_DEFAULT_SAME_ERROR_LIMIT;
 	if (!node_type(l, n, v)) {
 		node_id(l, n, v, position); /* its id may be wrong too */
 		free(n);

@@ -111,6 +111,8 @@ static void render_prompt(struct al_call *call, const struct al_exec *ex, const 
 	abs = absolute(ex, c->output);
 	al_strbuf_addf(out, "Write your output to: %s\n", abs);
 	free(abs);
+	if (c->notice)
+		al_strbuf_addf(out, "\n%s\n", c->notice);
 }
 
 static void add_env(char ***env, size_t *n, const char *key, const char *value)

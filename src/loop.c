@@ -1,3 +1,4 @@
+#include "ailoop/breaker.h"
 #include "ailoop/exec.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/invoke.h"
@@ -126,11 +127,30 @@ static int measure(struct al_node_run *lp)
 	return 0;
 }
 
+/*
+ * The circuit breaker opened (its message is al_errmsg()): the node waits,
+ * blocked, at the start of its next iteration, and the run stops there.
+ * Resuming it resets the breaker (al_breaker_resume).
+ */
+static int block(struct al_node_run *lp)
+{
+	char *msg = al_strdup(al_errmsg());
+	int rc;
+
+	al_set_str(&lp->st.status, "blocked");
+	al_set_str(&lp->st.summary, lp->st.breaker.reason);
+	rc = al_node_save(lp);
+	if (rc == 0)
+		rc = al_err(AL_EBLOCKED, "%s", msg);
+	free(msg);
+	return rc;
+}
+
 static int commit(struct al_node_run *lp, bool *done)
 {
 	struct al_strbuf line = AL_STRBUF_INIT;
 	struct al_readings r;
-	int rc;
+	int rc, blocked;
 
 	al_sensors_read(lp->n, lp->dir, &r);
 	al_readings_line(&r, &line);
@@ -147,11 +167,22 @@ static int commit(struct al_node_run *lp, bool *done)
 		*done = true; /* nothing more is written: the tree stays as committed */
 		return 0;
 	}
+	/*
+	 * The breaker counts the iteration just committed (iteration 0 is the
+	 * baseline). After the last actuation only the controller's final
+	 * judgement is left: nothing to save by opening it then.
+	 */
+	blocked = al_breaker_iteration(lp, lp->st.iteration > 0 &&
+				       lp->st.iteration < lp->n->max_iterations);
+	if (blocked < 0 && blocked != AL_EBLOCKED)
+		return blocked;
 	lp->st.iteration++;
 	free(lp->st.label);
 	lp->st.label = al_label_for(lp->parent_label, lp->st.iteration);
 	lp->st.phase = AL_PHASE_CONTROLLER;
 	al_set_str(&lp->st.summary, NULL);
+	if (blocked == AL_EBLOCKED)
+		return block(lp);
 	return al_node_save(lp);
 }
 
@@ -202,6 +233,46 @@ static int all_pass(struct al_node_run *lp, const struct al_readings *r, const c
 	return rc;
 }
 
+/*
+ * termination.exit_gate dual: the controller said the target is met, but
+ * not every sensor passes. The loop goes on; the controller is told why in
+ * its next prompt, the actuator in its input (controller-output.md).
+ */
+static int refuse(struct al_node_run *lp, const struct al_readings *r, const char *out,
+		  bool *met)
+{
+	struct al_strbuf failing = AL_STRBUF_INIT, note = AL_STRBUF_INIT, text = AL_STRBUF_INIT;
+	int rc;
+
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(r->v[i].status, "pass"))
+			al_strbuf_addf(&failing, "%s%s: %s%s%s%s", failing.len ? ", " : "",
+				       r->v[i].name, r->v[i].status, r->v[i].detail ? " (" : "",
+				       r->v[i].detail ? r->v[i].detail : "",
+				       r->v[i].detail ? ")" : "");
+	al_strbuf_addf(&note, "The exit gate (termination.exit_gate: dual) refused the end of "
+		       "the loop in iteration %s: the controller said target-met: true, but not "
+		       "every sensor passes (%s). The loop goes on: it is complete only when the "
+		       "controller says the target is met and every sensor passes in the same "
+		       "iteration.", lp->st.label, failing.buf);
+	al_run_event(lp->ex->run, "exit_gate_refused", "{s:s, s:s, s:s}", "node", lp->n->path,
+		     "label", lp->st.label, "failing", failing.buf);
+	al_progress_note(lp->ex->progress, "ailoop: [%s] %s: the controller says the target is "
+			 "met, but %s: the exit gate (dual) refuses, the loop goes on", lp->st.label,
+			 lp->n->path, failing.buf);
+	al_set_str(&lp->st.gate_note, note.buf);
+	rc = al_strbuf_read_file(&text, out, 0);
+	if (rc >= 0) {
+		al_strbuf_addf(&text, "\n## Exit Gate\n\n%s\n", note.buf);
+		rc = al_write_atomic(out, text.buf, text.len);
+	}
+	*met = false;
+	al_strbuf_release(&failing);
+	al_strbuf_release(&note);
+	al_strbuf_release(&text);
+	return rc;
+}
+
 static int decide(struct al_node_run *lp)
 {
 	struct al_exec *ex = lp->ex;
@@ -222,7 +293,7 @@ static int decide(struct al_node_run *lp)
 		struct al_call_ctx ctx = {
 			.agent = lp->n->controller.agent, .role = AL_ROLE_CONTROLLER, .node = lp->n,
 			.label = lp->st.label, .dir = lp->dir, .output = out, .task = lp->task,
-			.deadline_ms = lp->deadline,
+			.deadline_ms = lp->deadline, .notice = lp->st.gate_note,
 		};
 
 		if (r.all_pass)
@@ -243,7 +314,6 @@ static int decide(struct al_node_run *lp)
 		al_call_release(&call);
 		al_strbuf_release(&section);
 	}
-	al_readings_release(&r);
 	if (rc == 0) {
 		rc = al_md_read(&md, out);
 		if (rc == 0 && !al_md_bool(&md, "target-met", &met))
@@ -253,6 +323,11 @@ static int decide(struct al_node_run *lp)
 			rc = al_err(AL_EAGENT, "controller output unreadable: %s", al_errmsg());
 		al_md_release(&md);
 	}
+	if (rc == 0 && met && lp->n->exit_gate_dual && !r.all_pass)
+		rc = refuse(lp, &r, out, &met);
+	else if (rc == 0)
+		al_set_str(&lp->st.gate_note, NULL); /* the controller has been told */
+	al_readings_release(&r);
 	free(out);
 	free(input);
 	if (rc == AL_EAGENT) {
@@ -363,6 +438,7 @@ int al_loop_run(struct al_exec *ex, const struct al_node *n, const char *task,
 
 	if (rc < 0)
 		return rc;
+	rc = al_breaker_resume(&lp);
 	while (!done && rc == 0) {
 		if (al_signals_count()) { /* the safe point between two steps */
 			rc = AL_EINTR;

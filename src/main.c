@@ -75,13 +75,14 @@ const struct al_command al_commands[] = {
 	  "Takes the newest run that is running, paused or blocked and that no live ailoop\n"
 	  "holds (or RUN-ID), checks out its branch and continues at the step it was in.\n"
 	  "A run that an agent's error ended (fail-fast) is retried when named: the step\n"
-	  "that failed runs again as its node's next iteration.\n"
+	  "that failed runs again as its node's next iteration. A run a circuit breaker\n"
+	  "blocked has that breaker reset, and its loop acts again.\n"
 	  "A flow.yaml changed since the run started is refused unless --force.\n" },
 	{ "status", cmd_status, "[RUN-ID] [--json]",
 	  "show a run's state and every node's iteration and status",
 	  "Reads run-state.md and each node's orchestrator-output.md of the newest run\n"
-	  "(or RUN-ID). A run whose branch is not checked out is read from that branch's\n"
-	  "last commit.\n" },
+	  "(or RUN-ID); each loop's circuit breaker is shown after its status. A run\n"
+	  "whose branch is not checked out is read from that branch's last commit.\n" },
 	{ "log", cmd_log, "[RUN-ID | --branch NAME] [--node PATH] [--json] [--oneline]",
 	  "show the run tree rebuilt from the git history alone",
 	  "Walks the commits of the current branch (or the run's branch, or NAME) back to\n"

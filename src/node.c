@@ -1,3 +1,4 @@
+#include "ailoop/breaker.h"
 #include "ailoop/exec.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/md.h"
@@ -106,6 +107,8 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 	nr->st.started_at = al_strdup(now);
 	al_sha256_hex(nr->task, strlen(nr->task), task_sha);
 	nr->st.task_sha256 = al_strdup(task_sha);
+	if (is_loop(n) && !n->sensor_form) /* the tree it starts from: its breaker's baseline */
+		al_breaker_iteration(nr, false);
 	if ((rc = al_mkdirs(nr->dir)) < 0 ||
 	    (rc = al_write_atomic(task_path, nr->task, strlen(nr->task))) < 0 ||
 	    (rc = al_node_save(nr)) < 0)

@@ -36,6 +36,66 @@ static int need(const struct al_md *md, const char *path, const char *key, char 
 	return 0;
 }
 
+static char *map_str(const struct al_val *map, const char *key)
+{
+	const struct al_val *v = al_val_get(map, key);
+
+	return v && v->kind == AL_VAL_SCALAR && !al_val_is_null(v) ? al_strdup(v->str) : NULL;
+}
+
+static int map_int(const struct al_val *map, const char *key)
+{
+	char *s = map_str(map, key), *end = NULL;
+	long n = s ? strtol(s, &end, 10) : 0;
+
+	if (!s || *end || n < 0 || n > 1000000)
+		n = 0;
+	free(s);
+	return (int)n;
+}
+
+/* A loop's `breaker:` map; an older state without one has a closed breaker. */
+static void breaker_from(struct al_breaker *b, const struct al_val *map)
+{
+	char *state;
+
+	if (!map || map->kind != AL_VAL_MAP)
+		return;
+	state = map_str(map, "state");
+	for (int i = 0; state && i < 3; i++)
+		if (!strcmp(state, al_breaker_state_names[i]))
+			b->state = (enum al_breaker_state)i;
+	free(state);
+	b->no_progress = map_int(map, "no-progress");
+	b->same_error = map_int(map, "same-error");
+	b->tree = map_str(map, "tree");
+	b->sensors = map_str(map, "sensors");
+	b->children = map_str(map, "children");
+	b->error = map_str(map, "error-hash");
+	b->reason = map_str(map, "reason");
+}
+
+static void breaker_write(struct al_fm *fm, const struct al_breaker *b)
+{
+	if (!b->tree && !b->sensors && !b->children && b->state == AL_BREAKER_CLOSED)
+		return; /* not a loop, or one that has not counted yet */
+	al_fm_begin_map(fm, "breaker");
+	al_fm_str(fm, "state", al_breaker_state_names[b->state]);
+	al_fm_int(fm, "no-progress", b->no_progress);
+	al_fm_int(fm, "same-error", b->same_error);
+	if (b->reason)
+		al_fm_str(fm, "reason", b->reason);
+	if (b->tree)
+		al_fm_str(fm, "tree", b->tree);
+	if (b->error)
+		al_fm_str(fm, "error-hash", b->error);
+	if (b->sensors)
+		al_fm_str(fm, "sensors", b->sensors);
+	if (b->children)
+		al_fm_str(fm, "children", b->children);
+	al_fm_end_map(fm);
+}
+
 /* The fields of an orchestrator-output.md that `md` holds (read with result `rc`). */
 static int node_state_from(struct al_node_state *st, struct al_md *md, const char *path, int rc)
 {
@@ -59,6 +119,8 @@ static int node_state_from(struct al_node_state *st, struct al_md *md, const cha
 	st->branch = dup_or_null(al_md_str(md, "branch"));
 	st->base_commit = dup_or_null(al_md_str(md, "base-commit"));
 	st->done = dup_or_null(al_md_str(md, "children-done"));
+	st->gate_note = dup_or_null(al_md_str(md, "exit-gate-refused"));
+	breaker_from(&st->breaker, al_md_get(md, "breaker"));
 	phase = al_md_str(md, "phase");
 	for (st->phase = 0; phase && st->phase < AL_PHASE_COUNT; st->phase++)
 		if (!strcmp(phase, al_phase_names[st->phase]))
@@ -147,6 +209,9 @@ int al_node_state_write(const struct al_node_state *st, const char *path, const 
 		al_fm_str(fm, "base-commit", st->base_commit);
 	if (st->done)
 		al_fm_str(fm, "children-done", st->done);
+	if (st->gate_note)
+		al_fm_str(fm, "exit-gate-refused", st->gate_note);
+	breaker_write(fm, &st->breaker);
 	al_fm_finish(fm, &sb);
 	al_strbuf_addf(&sb, "\n# Task (setpoint)\n\n%s\n", task ? task : "");
 	rc = al_write_atomic(path, sb.buf, sb.len);
@@ -170,12 +235,15 @@ void al_node_state_release(struct al_node_state *st)
 	free(st->branch);
 	free(st->base_commit);
 	free(st->done);
+	free(st->gate_note);
+	al_breaker_release(&st->breaker);
 	memset(st, 0, sizeof(*st));
 }
 
 bool al_node_state_final(const struct al_node_state *st)
 {
-	return st->status && strcmp(st->status, "running") != 0;
+	/* blocked by its circuit breaker: it goes on when the run is resumed */
+	return st->status && strcmp(st->status, "running") != 0 && strcmp(st->status, "blocked");
 }
 
 /* The fields of a run-state.md that `md` holds (read with result `rc`). */

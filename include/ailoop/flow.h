@@ -83,6 +83,11 @@ struct al_node {
 	struct al_agent_ref actuator; /* strategy direct */
 	struct al_node *child;        /* strategy composite */
 	int max_iterations;
+	bool exit_gate_dual; /* termination.exit_gate: dual: target met only if every sensor passes */
+
+	/* loop, either form: the circuit breaker's limits (breaker.h), 0 = off */
+	int no_progress_limit;
+	int same_error_limit;
 
 	/* loop, ReAcTree form */
 	struct al_condition *condition; /* also conditional */

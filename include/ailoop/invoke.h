@@ -29,6 +29,7 @@ struct al_call_ctx {
 	const char *task;
 	const char *model;      /* NULL: the agent's own */
 	const char *sensors_section;
+	const char *notice;     /* ailoop's word to the agent (an exit gate's refusal), or NULL */
 	int64_t deadline_ms;    /* the node's deadline, 0 = none */
 	bool keep_output;       /* the caller writes the output file itself */
 };

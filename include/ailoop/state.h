@@ -1,6 +1,8 @@
 #ifndef AILOOP_STATE_H
 #define AILOOP_STATE_H
 
+#include "ailoop/breaker.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,6 +56,9 @@ struct al_node_state {
 	bool brk;              /* loop: break_loop ran in this iteration */
 	char *base_commit;     /* transaction: HEAD at its start, what a rollback restores */
 	char *done;            /* parallel: one character per child, '.' running, else its end */
+	/* loops */
+	struct al_breaker breaker; /* the circuit breaker (breaker.h) */
+	char *gate_note;       /* sensor-form loop: why the exit gate refused, for the controller */
 };
 
 /* Reads a node's state. AL_ENOTFOUND if absent, AL_EINVALID if damaged. */

@@ -278,6 +278,9 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
 	}
+	if (!strcmp(run->st.status, "blocked"))
+		fprintf(stderr, "ailoop: run %s was blocked by a circuit breaker: resetting it and "
+			"acting again\n", run->st.run_id);
 	if (al_status_resumable(run->st.status)) {
 		free(run->st.status);
 		run->st.status = al_strdup("running");

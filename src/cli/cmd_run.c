@@ -245,7 +245,8 @@ int al_cli_report_run(struct al_exec *ex, int rc, bool json)
 	else
 		code = AL_EXIT_FAILED;
 	if (rc < 0)
-		fprintf(stderr, "ailoop: %s: %s\n", rc == AL_EINTR ? "interrupted" : "error",
+		fprintf(stderr, "ailoop: %s: %s\n", rc == AL_EINTR ? "interrupted"
+			: rc == AL_EBLOCKED ? "blocked" : "error",
 			rc == AL_EINTR ? "the run is paused" : al_errmsg());
 	al_git_walk(ex->git, "HEAD", NULL, count_run_commits, &commits);
 	if (json) {
@@ -262,6 +263,12 @@ int al_cli_report_run(struct al_exec *ex, int rc, bool json)
 	}
 	if (rc == AL_EINVALID) {
 		al_cli_damage_advice(ex->run->dir, ex->run->st.run_id);
+		return code;
+	}
+	if (rc == AL_EBLOCKED) {
+		printf("run %s is blocked by a circuit breaker: once you have dealt with the cause, "
+		       "'ailoop resume %s' resets the breaker and goes on\n", ex->run->st.run_id,
+		       ex->run->st.run_id);
 		return code;
 	}
 	if (code == AL_EXIT_INTERRUPTED || (rc < 0 && rc != AL_EAGENT)) {

@@ -112,6 +112,12 @@ static int print_json(const struct al_run_state *st, const struct nodes *ns, con
 						       s->max_iterations, "phase",
 						       al_phase_names[s->phase], "status", s->status,
 						       "target_met", s->target_met));
+		if (!s->type || !strcmp(s->type, "loop"))
+			json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1),
+					    "breaker", json_pack("{s:s, s:i, s:i, s:s?}", "state",
+					    al_breaker_state_names[s->breaker.state],
+					    "no_progress", s->breaker.no_progress, "same_error",
+					    s->breaker.same_error, "reason", s->breaker.reason));
 	}
 	for (size_t i = 0; i < ns->nerrors; i++)
 		json_array_append_new(errs, json_string(ns->errors[i]));
@@ -136,6 +142,17 @@ static int print_json(const struct al_run_state *st, const struct nodes *ns, con
 	free(text);
 	json_decref(o);
 	return 0;
+}
+
+/* A loop's circuit breaker, after its status. */
+static void breaker_text(const struct al_breaker *b)
+{
+	printf("  breaker %s", al_breaker_state_names[b->state]);
+	if (b->no_progress || b->same_error)
+		printf(" (%d without progress, %d with the same error)", b->no_progress,
+		       b->same_error);
+	if (b->state == AL_BREAKER_OPEN && b->reason)
+		printf(": %s", b->reason);
 }
 
 static void print_text(const struct al_run_state *st, const struct nodes *ns, const char *holder,
@@ -168,8 +185,11 @@ static void print_text(const struct al_run_state *st, const struct nodes *ns, co
 			snprintf(it, sizeof(it), "%s", s->type);
 		else
 			snprintf(it, sizeof(it), "%d of %d", s->iteration, s->max_iterations);
-		printf("  %*s%-*s %-8s %-11s %-10s %s\n", s->level * 2, "", 32 - s->level * 2,
+		printf("  %*s%-*s %-8s %-11s %-10s %s", s->level * 2, "", 32 - s->level * 2,
 		       s->node_path, s->label, it, al_phase_names[s->phase], s->status);
+		if (!s->type || !strcmp(s->type, "loop"))
+			breaker_text(&s->breaker);
+		putchar('\n');
 	}
 	for (size_t i = 0; i < ns->nerrors; i++)
 		printf("  damaged: %s\n", ns->errors[i]);
