@@ -312,6 +312,12 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 	if (rc < 0 && !al_dir_exists(ex->run->dir)) {
 		rc = al_err(AL_EINVALID, "the run's directory '%s' was deleted while it ran (by an "
 			    "agent?)", ex->run->dir);
+	} else if (rc == AL_EBLOCKED) {
+		/* a budget is spent: the step that was to run runs on resume */
+		free(ex->run->st.status);
+		ex->run->st.status = al_strdup("blocked");
+		al_run_save(ex->run);
+		al_run_event(ex->run, "run_blocked", "{s:s}", "reason", al_errmsg());
 	} else if (rc == AL_EINTR || (rc < 0 && rc != AL_EAGENT)) {
 		/* resumable: the step that was running runs again */
 		free(ex->run->st.status);

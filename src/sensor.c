@@ -1,4 +1,5 @@
 #include "ailoop/sensor.h"
+#include "ailoop/budget.h"
 #include "ailoop/check.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/invoke.h"
@@ -285,7 +286,11 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 
 			calls[i].res = results[i];
 			results[i] = (struct al_proc_result)AL_PROC_RESULT_INIT;
-			frc = al_call_finish(&calls[i]);
+			if (rc == 0 && al_call_is_agent(&ctx[i]) &&
+			    al_rate_limited(ex->flow, &calls[i].res))
+				frc = al_call_retry(ex, &calls[i], 0);
+			else
+				frc = al_call_finish(&calls[i]);
 			if (frc == 0 && ctx[i].keep_output)
 				frc = write_command_output(&node->sensors[i], &calls[i]);
 			else if (frc == 0)

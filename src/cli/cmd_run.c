@@ -239,7 +239,8 @@ int al_cli_report_run(struct al_exec *ex, int rc, bool json)
 	else
 		code = AL_EXIT_FAILED;
 	if (rc < 0)
-		fprintf(stderr, "ailoop: %s: %s\n", rc == AL_EINTR ? "interrupted" : "error",
+		fprintf(stderr, "ailoop: %s: %s\n", rc == AL_EINTR ? "interrupted" :
+			rc == AL_EBLOCKED ? "blocked" : "error",
 			rc == AL_EINTR ? "the run is paused" : al_errmsg());
 	al_git_walk(ex->git, "HEAD", NULL, count_run_commits, &commits);
 	if (json) {
@@ -256,6 +257,11 @@ int al_cli_report_run(struct al_exec *ex, int rc, bool json)
 	}
 	if (rc == AL_EINVALID) {
 		al_cli_damage_advice(ex->run->dir, ex->run->st.run_id);
+		return code;
+	}
+	if (rc == AL_EBLOCKED) {
+		printf("run %s is blocked: continue it with 'ailoop resume %s'\n",
+		       ex->run->st.run_id, ex->run->st.run_id);
 		return code;
 	}
 	if (code == AL_EXIT_INTERRUPTED || (rc < 0 && rc != AL_EAGENT)) {
@@ -318,6 +324,7 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	init.task = task;
 	init.flow = flow->file;
 	init.flow_sha256 = sha;
+	init.flow_sha256_except_limits = flow->sha256_except_limits;
 	init.branch = branch;
 	init.base_branch = base;
 	al_signals_install(); /* from here on a signal pauses the run, whenever it comes */
