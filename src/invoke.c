@@ -380,24 +380,23 @@ void al_call_release(struct al_call *call)
 int al_call_retry(struct al_exec *ex, struct al_call *call, int attempt)
 {
 	const struct al_call_ctx *ctx = call->ctx;
-	char *what = call_name(ctx);
 	int rc;
 
-	al_call_finish(call); /* its log, for the record; its failure is not the node's */
-	rc = al_rate_limit_wait(ex, what, attempt);
-	free(what);
-	al_call_release(call);
-	if (rc < 0) {
-		call->ctx = ctx; /* released, as the caller will again */
-		return rc;
-	}
-	if ((rc = al_call_prepare(call, ex, ctx)) < 0)
-		return rc;
-	rc = al_proc_run(&call->spec, &call->res);
-	if (rc < 0 && rc != AL_EINTR)
-		return rc;
-	if (rc == 0 && al_call_is_agent(ctx) && al_rate_limited(ex->flow, &call->res))
-		return al_call_retry(ex, call, attempt + 1);
+	do {
+		char *what = call_name(ctx);
+
+		al_call_finish(call); /* its log, for the record; its failure is not the node's */
+		rc = al_rate_limit_wait(ex, what, attempt++);
+		free(what);
+		al_call_release(call);
+		if (rc < 0)
+			return rc;
+		if ((rc = al_call_prepare(call, ex, ctx)) < 0)
+			return rc;
+		rc = al_proc_run(&call->spec, &call->res);
+		if (rc < 0 && rc != AL_EINTR)
+			return rc;
+	} while (rc == 0 && al_rate_limited(ex->flow, &call->res));
 	return al_call_finish(call);
 }
 

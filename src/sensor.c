@@ -269,11 +269,18 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 		};
 	}
 	for (size_t start = 0; start < n && rc == 0; start += batch) {
-		size_t m = start + batch > n ? n - start : batch;
+		size_t m = start + batch > n ? n - start : batch, ready = 0;
+		int blocked = 0;
 
 		for (size_t i = start; i < start + m && rc == 0; i++) {
-			rc = al_call_prepare(&calls[i], ex, &ctx[i]);
+			if ((rc = al_call_prepare(&calls[i], ex, &ctx[i])) == 0)
+				ready++;
 			specs[i] = calls[i].spec;
+		}
+		if (rc == AL_EBLOCKED && ready) { /* the calls counted run, then the run blocks */
+			blocked = rc;
+			rc = 0;
+			m = ready;
 		}
 		if (rc < 0)
 			break;
@@ -300,6 +307,8 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 			if (rc == 0 && frc < 0)
 				rc = frc; /* the first failure; an interrupt outranks it */
 		}
+		if (rc == 0)
+			rc = blocked;
 	}
 	for (size_t i = 0; i < n; i++) {
 		al_call_release(&calls[i]);

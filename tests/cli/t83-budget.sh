@@ -103,6 +103,26 @@ expect_eq "$(calls)" 3 "sensor agent, actuator, sensor agent"
 expect_in "$err" "before actuator '.ai-loop/agents/fixer.md' of node 'fix' (iteration 2)" \
 	"the message names the call that did not start"
 
+# --- sensors measured at once: those counted run, the rest wait for the resume ------
+R=$TEST_TMP/llm2
+loop_repo "$R" a
+cp "$TEST_TMP/llm/.ai-loop/agents/judge.md" "$R/.ai-loop/agents/"
+sed 's/name: judge/name: judge2/' "$R/.ai-loop/agents/judge.md" >"$R/.ai-loop/agents/judge2.md"
+sed 's/max_agent_calls: 3/max_agent_calls: 1/; s/judge.md\]/judge.md, .ai-loop\/agents\/judge2.md]\n  sensors_parallel: true/' \
+	"$TEST_TMP/llm/.ai-loop/flow.yaml" >"$R/.ai-loop/flow.yaml"
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "judge at once"
+expect_rc 4 "two LLM sensors at once, one call left"
+expect_eq "$(calls)" 1 "one sensor counted"
+expect_eq "$(ls .ai-loop/runs/run_*/nodes/fix/logs/ | grep -c 'sensor-judge.*log')" 1 \
+	"and it alone ran"
+sed -i 's/max_agent_calls: 1/max_agent_calls: 10/' .ai-loop/flow.yaml
+run "$AILOOP" resume
+expect_rc 0 "resume measures again and completes"
+# the first run's judge, then judge and judge2 at 0, the actuator, judge and judge2 at 1
+expect_eq "$(calls)" 6 "every call counted once"
+
 # --- parallel children share the count --------------------------------------------------
 R=$TEST_TMP/par
 export TRAIL=$TEST_TMP/par.trail
@@ -143,8 +163,8 @@ commit_all "$R"
 cd "$R"
 run "$AILOOP" run "fix slowly"
 expect_rc 4 "run past its time budget"
-expect_in "$err" "time budget spent: the run has run 1 s, limits.max_wall_seconds is 1" \
-	"the message names the time budget"
+expect_in "$err" "ailoop: blocked: time budget spent: the run has run " "the message says the time"
+expect_in "$err" " s, limits.max_wall_seconds is 1, before actuator" "and names the time budget"
 expect_eq "$(calls)" 1 "one actuation started in time"
 expect_in "$(events)" '"limit":"max_wall_seconds"' "budget event for the time"
 sed -i 's/max_wall_seconds: 1/max_wall_seconds: 60/' .ai-loop/flow.yaml
