@@ -44,8 +44,7 @@ expect_in "$out" "hourly limit: the next agent call waits 3600 s" "status shows 
 expect_in "$(events)" '"event":"rate_limit_wait"' "wait event"
 
 # killed while it waits; time moves on half an hour
-kill -9 $pid
-wait $pid 2>/dev/null
+{ kill -9 $pid && wait $pid; } 2>/dev/null
 echo $((T0 + 1800)) >"$AILOOP_TEST_CLOCK"
 "$AILOOP" resume >"$TEST_TMP/out2" 2>"$TEST_TMP/err2" &
 pid=$!
@@ -79,5 +78,40 @@ wait $pid && rc=0 || rc=$?
 out=$(cat "$TEST_TMP/out3") err=$(cat "$TEST_TMP/err3")
 expect_rc 3 "interrupted while waiting"
 expect_eq "$(run_status)" paused "the run is paused"
+
+# on a terminal: a countdown, redrawn as time passes
+if script -qec true /dev/null >/dev/null 2>&1 </dev/null; then
+	R=$TEST_TMP/hourtty
+	loop_repo "$R" a b
+	one_loop "$R" fixer.md "max_iterations: 10"
+	printf 'limits: {max_agent_calls_per_hour: 1}\n' >>"$R/.ai-loop/flow.yaml"
+	commit_all "$R"
+	cd "$R"
+	echo $T0 >"$AILOOP_TEST_CLOCK"
+	tty_out=$TEST_TMP/tty.out
+	timeout 60 script -qefc "$(printf '%q ' "$AILOOP" run "fix all")" "$tty_out" \
+		</dev/null >/dev/null 2>&1 &
+	pid=$!
+	i=0
+	while ! grep -q "waiting to start.*: 1:00:00" "$tty_out" 2>/dev/null && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	expect_in "$(cat "$tty_out")" "(limits.max_agent_calls_per_hour: 1): waiting to start actuator '.ai-loop/agents/fixer.md' of node 'fix' (iteration 2): 1:00:00" \
+		"a countdown on a terminal"
+	echo $((T0 + 1)) >"$AILOOP_TEST_CLOCK"
+	i=0
+	while ! grep -q "59:59" "$tty_out" 2>/dev/null && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	expect_in "$(cat "$tty_out")" "): 59:59" "the countdown moves with the clock"
+	echo $((T0 + 3600)) >"$AILOOP_TEST_CLOCK"
+	wait $pid && rc=0 || rc=$?
+	out=$(cat "$tty_out") err=""
+	expect_rc 0 "the run on a terminal completes"
+else
+	echo "t84-hourly.sh: the terminal check skipped: script(1) cannot drive a pty here"
+fi
 
 finish
