@@ -381,7 +381,8 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 		rc = al_err(AL_EINVALID, "the run's directory '%s' was deleted while it ran (by an "
 			    "agent?)", ex->run->dir);
 	} else if (rc == AL_EBLOCKED) {
-		/* a circuit breaker opened: resumable, and a resume resets it */
+		/* a circuit breaker opened or a budget is spent: resumable (a
+		 * resume resets the breaker, or runs the step that did not start) */
 		free(ex->run->st.status);
 		ex->run->st.status = al_strdup("blocked");
 		al_run_save(ex->run);

@@ -1,4 +1,6 @@
 #include "flow_loader.h"
+#include "ailoop/budget.h"
+#include "ailoop/sha256.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
@@ -161,12 +163,26 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 			else if (al_check_string(&l->c, val, s, &f->converge_model))
 				f->converge_pos = val->pos;
 		} else if (!strcmp(name, "limits")) {
-			static const char *const keys[] = { "max_agent_calls_per_hour" };
+			static const char *const keys[] = {
+				"max_agent_calls_per_hour", "max_agent_calls", "max_wall_seconds",
+				"rate_limit_pattern", "rate_limit_backoff_seconds",
+			};
 
-			if (!strcmp(s, "max_agent_calls_per_hour"))
+			if (!strcmp(s, "max_agent_calls_per_hour")) {
 				al_check_int(&l->c, val, s, 0, 1000000, &f->max_agent_calls_per_hour);
-			else
-				al_check_unknown_key(&l->c, key, keys, 1, "limits");
+			} else if (!strcmp(s, "max_agent_calls")) {
+				al_check_int(&l->c, val, s, 0, 100000000, &f->max_agent_calls);
+			} else if (!strcmp(s, "max_wall_seconds")) {
+				al_check_int(&l->c, val, s, 0, 365 * 24 * 3600, &f->max_wall_seconds);
+			} else if (!strcmp(s, "rate_limit_backoff_seconds")) {
+				al_check_int(&l->c, val, s, 1, AL_RATE_LIMIT_BACKOFF_MAX,
+					     &f->rate_limit_backoff_seconds);
+			} else if (!strcmp(s, "rate_limit_pattern")) {
+				pcre2_code_free(f->rate_limit_re);
+				f->rate_limit_re = al_check_regex(&l->c, val, s);
+			} else {
+				al_check_unknown_key(&l->c, key, keys, AL_ARRAY_SIZE(keys), "limits");
+			}
 		} else if (!strcmp(s, "runner")) {
 			if (al_check_string(&l->c, val, s, &f->default_runner))
 				f->default_runner_pos = val->pos;
@@ -195,6 +211,35 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 					     "defaults");
 		}
 	}
+}
+
+/* A value's tree, kinds and text, with the lengths that keep it unambiguous. */
+static void serialize(struct al_strbuf *out, const struct al_val *v)
+{
+	al_strbuf_addf(out, "%d:%zu:", (int)v->kind, v->kind == AL_VAL_SCALAR ? v->len : v->n);
+	if (v->kind == AL_VAL_SCALAR)
+		al_strbuf_add(out, v->str, v->len);
+	else
+		for (size_t i = 0; i < (v->kind == AL_VAL_MAP ? 2 * v->n : v->n); i++)
+			serialize(out, v->items[i]);
+}
+
+/*
+ * What `ailoop resume` compares to let a run go on after its limits were
+ * raised: the flow's tree without `limits:` (comments and layout aside).
+ */
+static void sha256_except_limits(struct al_flow *f)
+{
+	const struct al_val *root = f->doc ? f->doc->root : NULL;
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	for (size_t i = 0; root && root->kind == AL_VAL_MAP && i < root->n; i++)
+		if (strcmp(AL_VAL_KEY(root, i)->str, "limits")) {
+			serialize(&sb, AL_VAL_KEY(root, i));
+			serialize(&sb, AL_VAL_VALUE(root, i));
+		}
+	al_sha256_hex(sb.buf ? sb.buf : "", sb.len, f->sha256_except_limits);
+	al_strbuf_release(&sb);
 }
 
 static const char *const top_keys[] = {
@@ -360,6 +405,7 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 	f->file = al_strdup(file);
 	f->diags = d;
 	f->agent_timeout_seconds = AL_DEFAULT_AGENT_TIMEOUT;
+	f->rate_limit_backoff_seconds = AL_RATE_LIMIT_BACKOFF_DEFAULT;
 	f->action_agent = AL_DEFAULT_ACTION_AGENT;
 	f->default_runner = "claude";
 	al_runners_init(&f->runners);
@@ -424,6 +470,9 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 	else
 		f->root = loader_node(&l, node, NULL, 1);
 	check_runners(&l);
+	if (!f->rate_limit_re)
+		f->rate_limit_re = al_rate_limit_default();
+	sha256_except_limits(f);
 	/* agent files report their problems (and their absence) straight to d */
 	err = l.c.errors || d->n > reported ? AL_EINVALID : 0;
 done:
@@ -446,6 +495,7 @@ void al_flow_free(struct al_flow *f)
 	al_runners_release(&f->runners);
 	free(f->converge_models);
 	al_doc_free(f->doc);
+	pcre2_code_free(f->rate_limit_re);
 	for (size_t i = 0; i < f->nowned; i++)
 		free(f->owned[i]);
 	free(f->owned);

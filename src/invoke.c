@@ -1,4 +1,5 @@
 #include "ailoop/invoke.h"
+#include "ailoop/budget.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/md.h"
 #include "ailoop/util.h"
@@ -140,6 +141,19 @@ static int check_args(const struct al_call *call, const char *runner)
 	return 0;
 }
 
+bool al_call_is_agent(const struct al_call_ctx *c)
+{
+	return !(c->role == AL_ROLE_SENSOR && c->keep_output);
+}
+
+/* "actuator 'x.md' of node 'a/b' (iteration 2)", for messages. */
+static char *call_name(const struct al_call_ctx *c)
+{
+	return al_xprintf("%s%s%s '%s' of node '%s' (iteration %s)", al_role_names[c->role],
+			  c->name ? " " : "", c->name ? c->name : "", c->agent->path,
+			  c->node->path, c->label);
+}
+
 int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_call_ctx *c)
 {
 	const struct al_agent *a = c->agent;
@@ -241,6 +255,12 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	call->progress = ex->progress;
 	call->memory = ex->memory;
 	call->res = (struct al_proc_result)AL_PROC_RESULT_INIT;
+	if (al_call_is_agent(c)) {
+		char *what = call_name(c);
+
+		rc = al_budget_acquire(ex, what);
+		free(what);
+	}
 done:
 	free(task_file);
 	free(logs);
@@ -374,6 +394,29 @@ void al_call_release(struct al_call *call)
 	memset(call, 0, sizeof(*call));
 }
 
+int al_call_retry(struct al_exec *ex, struct al_call *call, int attempt)
+{
+	const struct al_call_ctx *ctx = call->ctx;
+	int rc;
+
+	do {
+		char *what = call_name(ctx);
+
+		al_call_finish(call); /* its log, for the record; its failure is not the node's */
+		rc = al_rate_limit_wait(ex, what, attempt++);
+		free(what);
+		al_call_release(call);
+		if (rc < 0)
+			return rc;
+		if ((rc = al_call_prepare(call, ex, ctx)) < 0)
+			return rc;
+		rc = al_proc_run(&call->spec, &call->res);
+		if (rc < 0 && rc != AL_EINTR)
+			return rc;
+	} while (rc == 0 && al_rate_limited(ex->flow, &call->res));
+	return al_call_finish(call);
+}
+
 int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_call *call)
 {
 	int rc;
@@ -383,6 +426,8 @@ int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_cal
 	rc = al_proc_run(&call->spec, &call->res);
 	if (rc < 0 && rc != AL_EINTR)
 		return rc;
+	if (rc == 0 && al_call_is_agent(ctx) && al_rate_limited(ex->flow, &call->res))
+		return al_call_retry(ex, call, 0);
 	return al_call_finish(call);
 }
 

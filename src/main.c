@@ -125,7 +125,7 @@ static void print_main_help(FILE *out)
 	      "      or an agent moved HEAD off the run's branch (the run is paused)\n"
 	      "   2  a node's timeout expired\n"
 	      "   3  interrupted (SIGINT/SIGTERM); the run is paused and resumable\n"
-	      "   4  blocked by the circuit breaker; resumable\n"
+	      "   4  blocked by the circuit breaker or a spent budget (limits:); resumable\n"
 	      "  64  usage error\n"
 	      "  65  invalid flow or agent file\n"
 	      "  66  a needed file is missing\n"

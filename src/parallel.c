@@ -419,7 +419,8 @@ static int run_children(struct al_node_run *nr)
 		}
 		if (rc < 0 && !stopping) { /* the others pause: a resume continues them */
 			stopping = true;
-			signal_all(kids, nk, SIGTERM);
+			if (rc != AL_EBLOCKED) /* a spent budget lets the calls made end */
+				signal_all(kids, nk, SIGTERM);
 		}
 		if (!running)
 			break;
@@ -451,7 +452,8 @@ static int run_children(struct al_node_run *nr)
 				rc = err;
 			if (rc < 0 && !stopping) {
 				stopping = true;
-				signal_all(kids, nk, SIGTERM);
+				if (rc != AL_EBLOCKED)
+					signal_all(kids, nk, SIGTERM);
 			}
 		}
 		if (!stopping && rc == 0 && verdict(nr, msg, sizeof(msg))) {

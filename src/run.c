@@ -101,6 +101,7 @@ int al_run_create(struct al_run **out, const struct al_run_state *st)
 	run->st.task = al_strdup(st->task);
 	run->st.flow = al_strdup(st->flow);
 	run->st.flow_sha256 = dup_or_null(st->flow_sha256);
+	run->st.flow_sha256_except_limits = dup_or_null(st->flow_sha256_except_limits);
 	run->st.branch = dup_or_null(st->branch);
 	run->st.base_branch = dup_or_null(st->base_branch);
 	run->st.started_at = al_strdup(now);

@@ -1,4 +1,5 @@
 #include "ailoop/sensor.h"
+#include "ailoop/budget.h"
 #include "ailoop/check.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/invoke.h"
@@ -268,11 +269,18 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 		};
 	}
 	for (size_t start = 0; start < n && rc == 0; start += batch) {
-		size_t m = start + batch > n ? n - start : batch;
+		size_t m = start + batch > n ? n - start : batch, ready = 0;
+		int blocked = 0;
 
 		for (size_t i = start; i < start + m && rc == 0; i++) {
-			rc = al_call_prepare(&calls[i], ex, &ctx[i]);
+			if ((rc = al_call_prepare(&calls[i], ex, &ctx[i])) == 0)
+				ready++;
 			specs[i] = calls[i].spec;
+		}
+		if (rc == AL_EBLOCKED && ready) { /* the calls counted run, then the run blocks */
+			blocked = rc;
+			rc = 0;
+			m = ready;
 		}
 		if (rc < 0)
 			break;
@@ -285,7 +293,11 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 
 			calls[i].res = results[i];
 			results[i] = (struct al_proc_result)AL_PROC_RESULT_INIT;
-			frc = al_call_finish(&calls[i]);
+			if (rc == 0 && al_call_is_agent(&ctx[i]) &&
+			    al_rate_limited(ex->flow, &calls[i].res))
+				frc = al_call_retry(ex, &calls[i], 0);
+			else
+				frc = al_call_finish(&calls[i]);
 			if (frc == 0 && ctx[i].keep_output)
 				frc = write_command_output(&node->sensors[i], &calls[i]);
 			else if (frc == 0)
@@ -295,6 +307,8 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 			if (rc == 0 && frc < 0)
 				rc = frc; /* the first failure; an interrupt outranks it */
 		}
+		if (rc == 0)
+			rc = blocked;
 	}
 	for (size_t i = 0; i < n; i++) {
 		al_call_release(&calls[i]);

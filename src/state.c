@@ -266,6 +266,7 @@ static int run_state_from(struct al_run_state *st, struct al_md *md, const char 
 	st->branch = dup_or_null(al_md_str(md, "branch"));
 	st->base_branch = dup_or_null(al_md_str(md, "base-branch"));
 	st->flow_sha256 = dup_or_null(al_md_str(md, "flow-sha256"));
+	st->flow_sha256_except_limits = dup_or_null(al_md_str(md, "flow-sha256-except-limits"));
 	st->started_at = dup_or_null(al_md_str(md, "started-at"));
 	st->updated_at = dup_or_null(al_md_str(md, "updated-at"));
 	stack = al_md_get(md, "execution-stack");
@@ -320,6 +321,7 @@ int al_run_state_write(struct al_run_state *st, const char *path)
 	al_fm_str(fm, "task", st->task);
 	al_fm_str(fm, "flow", st->flow);
 	al_fm_str(fm, "flow-sha256", st->flow_sha256);
+	al_fm_str(fm, "flow-sha256-except-limits", st->flow_sha256_except_limits);
 	al_fm_str(fm, "started-at", st->started_at);
 	al_fm_str(fm, "updated-at", st->updated_at);
 	al_fm_finish(fm, &sb);
@@ -343,6 +345,7 @@ void al_run_state_release(struct al_run_state *st)
 	free(st->task);
 	free(st->flow);
 	free(st->flow_sha256);
+	free(st->flow_sha256_except_limits);
 	free(st->started_at);
 	free(st->updated_at);
 	memset(st, 0, sizeof(*st));

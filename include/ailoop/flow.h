@@ -6,6 +6,7 @@
 #include "ailoop/diag.h"
 #include "ailoop/runner.h"
 
+#include <pcre2.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -139,7 +140,14 @@ struct al_flow {
 	struct al_agent_model *converge_models; /* models.converge as a map by runner */
 	size_t nconverge_models;
 	struct al_pos converge_pos;
+	/* limits: (0 = unlimited); see budget.h */
+	int max_agent_calls;
+	int max_wall_seconds;
 	int max_agent_calls_per_hour;
+	pcre2_code *rate_limit_re; /* an agent's failure that is a rate limit */
+	int rate_limit_backoff_seconds;
+	/* the SHA-256 of the flow's tree without its `limits:` (resume may raise them) */
+	char sha256_except_limits[65];
 
 	struct al_runners runners;
 	struct al_agents agents;

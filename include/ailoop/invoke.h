@@ -48,7 +48,11 @@ struct al_call {
 	struct al_memory *memory; /* where the output's `memory:` map goes; may be NULL */
 };
 
-/* Builds prompt, argv and environment; writes the prompt file. */
+/*
+ * Builds prompt, argv and environment; writes the prompt file. An agent
+ * call is then counted against the run's budgets (al_budget_acquire), which
+ * may wait, or return AL_EBLOCKED.
+ */
 int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_call_ctx *ctx);
 /*
  * After the process ended: writes its log, and its stdout as the output
@@ -60,8 +64,19 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 int al_call_finish(struct al_call *call);
 void al_call_release(struct al_call *call);
 
-/* Prepare, run and finish one agent. AL_EINTR if interrupted. */
+/*
+ * Prepare, run and finish one agent. AL_EINTR if interrupted. An agent
+ * that hit a rate limit is run again after a back-off (see budget.h).
+ */
 int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_call *call);
+/*
+ * `call` ran and hit a rate limit (al_rate_limited): writes its log, waits
+ * the back-off of retry `attempt` (0-based) and runs it again, as often as
+ * it hits one; then finishes it.
+ */
+int al_call_retry(struct al_exec *ex, struct al_call *call, int attempt);
+/* Whether the call is an agent call (all but command sensors), for budgets. */
+bool al_call_is_agent(const struct al_call_ctx *ctx);
 
 /* The {sensors-section} of a node: each sensor's name, output and target. */
 void al_sensors_section(struct al_strbuf *out, const struct al_node *node, const char *dir);

@@ -82,6 +82,7 @@ struct al_run_state {
 	char *task;
 	char *flow;
 	char *flow_sha256;
+	char *flow_sha256_except_limits; /* al_flow.sha256_except_limits */
 	char *started_at;
 	char *updated_at;
 };

@@ -265,7 +265,15 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 		goto done;
 	al_sha256_hex(flow->text, flow->text_len, sha);
 	if (run->st.flow_sha256 && strcmp(sha, run->st.flow_sha256)) {
-		if (!force) {
+		bool limits_only = run->st.flow_sha256_except_limits &&
+				   !strcmp(run->st.flow_sha256_except_limits,
+					   flow->sha256_except_limits);
+
+		if (limits_only) {
+			fprintf(stderr, "ailoop: %s changed since run %s started in its limits "
+				"only: going on with the limits as they are now\n", flow->file,
+				run->st.run_id);
+		} else if (!force) {
 			code = al_cli_fail(AL_EXIT_DATAERR, "%s changed since run %s started: resume "
 					   "with --force to go on with the flow as it is now",
 					   flow->file, run->st.run_id);

@@ -266,9 +266,9 @@ int al_cli_report_run(struct al_exec *ex, int rc, bool json)
 		return code;
 	}
 	if (rc == AL_EBLOCKED) {
-		printf("run %s is blocked by a circuit breaker: once you have dealt with the cause, "
-		       "'ailoop resume %s' resets the breaker and goes on\n", ex->run->st.run_id,
-		       ex->run->st.run_id);
+		printf("run %s is blocked: once you have dealt with the cause above, "
+		       "'ailoop resume %s' goes on (and resets an open circuit breaker)\n",
+		       ex->run->st.run_id, ex->run->st.run_id);
 		return code;
 	}
 	if (code == AL_EXIT_INTERRUPTED || (rc < 0 && rc != AL_EAGENT)) {
@@ -331,6 +331,7 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	init.task = task;
 	init.flow = flow->file;
 	init.flow_sha256 = sha;
+	init.flow_sha256_except_limits = flow->sha256_except_limits;
 	init.branch = branch;
 	init.base_branch = base;
 	al_signals_install(); /* from here on a signal pauses the run, whenever it comes */

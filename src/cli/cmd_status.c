@@ -1,4 +1,6 @@
 #include "ailoop/cli.h"
+#include "ailoop/budget.h"
+#include "ailoop/flow.h"
 #include "ailoop/git.h"
 #include "ailoop/run.h"
 #include "ailoop/state.h"
@@ -94,8 +96,71 @@ static void nodes_release(struct nodes *ns)
 	free(ns->errors);
 }
 
+/* What the run has used of its budgets, and the flow's limits (0: none, or unknown). */
+struct budget {
+	struct al_budget_use use;
+	int64_t seconds;
+	int max_calls, max_seconds, per_hour;
+};
+
+static void read_budget(struct budget *b, const struct al_run_state *st, const struct nodes *ns)
+{
+	struct al_diags diags = AL_DIAGS_INIT;
+	struct al_flow *flow = NULL;
+	char *dir = al_xprintf("%s/%s", AL_RUNS_DIR, st->run_id);
+
+	memset(b, 0, sizeof(*b));
+	if (st->flow && al_flow_load(&flow, st->flow, &diags) == 0) {
+		b->max_calls = flow->max_agent_calls;
+		b->max_seconds = flow->max_wall_seconds;
+		b->per_hour = flow->max_agent_calls_per_hour;
+	}
+	if (al_budget_read(dir, b->per_hour, &b->use) < 0)
+		memset(&b->use, 0, sizeof(b->use));
+	b->seconds = ns->n ? ns->v[0].elapsed_ms / 1000 : 0; /* the root's clock */
+	al_flow_free(flow);
+	al_diags_release(&diags);
+	free(dir);
+}
+
+static json_t *limit_json(int limit)
+{
+	return limit ? json_integer(limit) : json_null();
+}
+
+static json_t *budget_json(const struct budget *b)
+{
+	int64_t wait = b->use.wait_until ? b->use.wait_until - al_budget_now() : 0;
+
+	return json_pack("{s:I, s:o, s:I, s:o, s:I, s:o, s:I}", "agent_calls",
+			 (json_int_t)b->use.calls, "max_agent_calls", limit_json(b->max_calls),
+			 "wall_seconds", (json_int_t)b->seconds, "max_wall_seconds",
+			 limit_json(b->max_seconds), "agent_calls_last_hour",
+			 (json_int_t)b->use.calls_last_hour, "max_agent_calls_per_hour",
+			 limit_json(b->per_hour), "hourly_wait_seconds",
+			 (json_int_t)(wait > 0 ? wait : 0));
+}
+
+static void print_budget(const struct budget *b)
+{
+	int64_t wait = b->use.wait_until ? b->use.wait_until - al_budget_now() : 0;
+
+	printf("  agent calls:  %ld", b->use.calls);
+	if (b->max_calls)
+		printf(" of %d (limits.max_agent_calls)", b->max_calls);
+	if (b->per_hour)
+		printf("; %ld in the last hour, of %d (limits.max_agent_calls_per_hour)",
+		       b->use.calls_last_hour, b->per_hour);
+	printf("\n  time spent:   %lld s", (long long)b->seconds);
+	if (b->max_seconds)
+		printf(" of %d (limits.max_wall_seconds)", b->max_seconds);
+	printf("\n");
+	if (wait > 0)
+		printf("  hourly limit: the next agent call waits %lld s\n", (long long)wait);
+}
+
 static int print_json(const struct al_run_state *st, const struct nodes *ns, const char *holder,
-		      const char *from)
+		      const char *from, const struct budget *b)
 {
 	json_t *o = json_object(), *stack = json_array(), *nodes = json_array(), *errs = json_array();
 	char *text;
@@ -135,6 +200,7 @@ static int print_json(const struct al_run_state *st, const struct nodes *ns, con
 	json_object_set_new(o, "updated_at", json_string(st->updated_at ? st->updated_at : ""));
 	json_object_set_new(o, "locked_by", holder ? json_string(holder) : json_null());
 	json_object_set_new(o, "from_branch", from ? json_string(from) : json_null());
+	json_object_set_new(o, "budget", budget_json(b));
 	json_object_set_new(o, "nodes", nodes);
 	json_object_set_new(o, "damaged", errs);
 	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -156,7 +222,7 @@ static void breaker_text(const struct al_breaker *b)
 }
 
 static void print_text(const struct al_run_state *st, const struct nodes *ns, const char *holder,
-		       const char *from)
+		       const char *from, const struct budget *b)
 {
 	const char *task = st->task, *nl = strchr(task, '\n');
 
@@ -176,6 +242,7 @@ static void print_text(const struct al_run_state *st, const struct nodes *ns, co
 		printf("  locked by:    %s\n", holder);
 	if (from)
 		printf("  read from:    the last commit of %s (not checked out)\n", from);
+	print_budget(b);
 	printf("\n  %-32s %-8s %-11s %-10s %s\n", "node", "label", "iteration", "phase", "status");
 	for (size_t i = 0; i < ns->n; i++) {
 		const struct al_node_state *s = &ns->v[i];
@@ -203,6 +270,7 @@ int cmd_status(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nodes ns = { 0 };
+	struct budget budget;
 	struct al_run_state branch_st = { 0 };
 	const struct al_run_state *st;
 	struct al_run *run = NULL;
@@ -265,10 +333,11 @@ int cmd_status(int argc, char **argv)
 		free(nodes_dir);
 		st = &run->st;
 	}
+	read_budget(&budget, st, &ns);
 	if (json)
-		print_json(st, &ns, holder, elsewhere);
+		print_json(st, &ns, holder, elsewhere, &budget);
 	else
-		print_text(st, &ns, holder, elsewhere);
+		print_text(st, &ns, holder, elsewhere, &budget);
 done:
 	free(holder);
 	nodes_release(&ns);

@@ -1,3 +1,4 @@
+#include "ailoop/budget.h"
 #include "ailoop/flow.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
@@ -1164,4 +1165,48 @@ Test(flow, ids_and_sensor_names_fit_in_a_file_name)
 		 "  actuator: {agent: .ai-loop/agents/act.md}\n",
 		 1);
 	unit_assert_diag(&diags, NULL, 5, 13, "sensor name is 66 characters long: at most 64");
+}
+
+Test(flow, budget_limits)
+{
+	char sha[65];
+
+	load_ok("limits:\n"
+		"  max_agent_calls: 40\n"
+		"  max_wall_seconds: 3600\n"
+		"  rate_limit_pattern: '(?i)slow down'\n"
+		"  rate_limit_backoff_seconds: 5\n"
+		"flow: {id: a, skill: x}\n");
+	cr_assert_eq(flow->max_agent_calls, 40);
+	cr_assert_eq(flow->max_wall_seconds, 3600);
+	cr_assert_eq(flow->rate_limit_backoff_seconds, 5);
+	cr_assert_not_null(flow->rate_limit_re);
+	memcpy(sha, flow->sha256_except_limits, sizeof(sha));
+
+	/* limits changed, and comments and layout: the same flow for resume */
+	load_ok("# raised\nlimits: {max_agent_calls: 80}\nflow:\n  id: a\n  skill: x\n");
+	cr_assert_str_eq(flow->sha256_except_limits, sha);
+	cr_assert_eq(flow->max_wall_seconds, 0);
+	cr_assert_eq(flow->rate_limit_backoff_seconds, AL_RATE_LIMIT_BACKOFF_DEFAULT);
+	cr_assert_not_null(flow->rate_limit_re, "the default pattern");
+	load_ok("flow: {id: a, skill: y}\n");
+	cr_assert_str_neq(flow->sha256_except_limits, sha);
+}
+
+Test(flow, budget_limit_mistakes)
+{
+	load_bad("limits:\n"
+		 "  max_agent_calls: -1\n"                /* 2 */
+		 "  max_wall_seconds: soon\n"             /* 3 */
+		 "  rate_limit_pattern: 'rate (limit'\n"  /* 4 */
+		 "  rate_limit_backoff_seconds: 0\n"      /* 5 */
+		 "  max_calls: 3\n"                       /* 6 */
+		 "flow: {id: a, skill: x}\n",
+		 5);
+	unit_assert_diag(&diags, FLOW_FILE, 2, 20, "'max_agent_calls' must not be negative");
+	unit_assert_diag(&diags, FLOW_FILE, 3, 21, "'max_wall_seconds'");
+	unit_assert_diag(&diags, FLOW_FILE, 4, 35,
+			 "invalid regular expression in 'rate_limit_pattern': missing closing");
+	unit_assert_diag(&diags, FLOW_FILE, 5, 31, "'rate_limit_backoff_seconds' must be between 1");
+	unit_assert_diag(&diags, FLOW_FILE, 6, 3, "unknown key 'max_calls' in limits");
 }

@@ -1,0 +1,319 @@
+#include "ailoop/budget.h"
+#include "ailoop/check.h"
+#include "ailoop/signals.h"
+#include "ailoop/strbuf.h"
+#include "ailoop/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HOUR 3600
+
+pcre2_code *al_rate_limit_default(void)
+{
+	PCRE2_SIZE off;
+	int code;
+
+	return pcre2_compile((PCRE2_SPTR)AL_RATE_LIMIT_PATTERN, PCRE2_ZERO_TERMINATED,
+			     PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &code, &off, NULL);
+}
+
+/* The test clock's file, or NULL: the real clock. */
+static const char *test_clock(void)
+{
+#ifdef AILOOP_TEST_HOOKS
+	const char *v = getenv("AILOOP_TEST_CLOCK");
+
+	return v && *v ? v : NULL;
+#else
+	return NULL;
+#endif
+}
+
+int64_t al_budget_now(void)
+{
+	const char *file = test_clock();
+
+	if (file) {
+		FILE *f = fopen(file, "r");
+		long long t = 0;
+
+		if (f) {
+			if (fscanf(f, "%lld", &t) != 1)
+				t = 0;
+			fclose(f);
+		}
+		return t;
+	}
+	return (int64_t)time(NULL);
+}
+
+static int cmp_time(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The calls recorded in `fd` (locked): their number, and the start times
+ * of those in the hour before `now`, sorted. A last line without its
+ * newline (a write cut short by a kill) is cut off with `fix`.
+ */
+static int read_calls(int fd, const char *path, int64_t now, bool fix, long *calls,
+		      int64_t **times, size_t *ntimes)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	char buf[4096];
+	size_t alloc = 0, end;
+	ssize_t got;
+	off_t off = 0;
+	int rc = 0;
+
+	*calls = 0;
+	*times = NULL;
+	*ntimes = 0;
+	while ((got = pread(fd, buf, sizeof(buf), off)) > 0) {
+		al_strbuf_add(&sb, buf, (size_t)got);
+		off += got;
+	}
+	if (got < 0) {
+		rc = al_err(AL_ERROR, "cannot read '%s': %s", path, strerror(errno));
+		goto done;
+	}
+	for (end = sb.len; end > 0 && sb.buf[end - 1] != '\n'; end--)
+		;
+	if (fix && end < sb.len && ftruncate(fd, (off_t)end) < 0) {
+		rc = al_err(AL_ERROR, "cannot write '%s': %s", path, strerror(errno));
+		goto done;
+	}
+	for (size_t i = 0; i < end;) {
+		char *nl = memchr(sb.buf + i, '\n', end - i);
+		long long t = strtoll(sb.buf + i, NULL, 10);
+
+		(*calls)++;
+		if (t > now - HOUR) {
+			AL_GROW(*times, *ntimes, alloc);
+			(*times)[(*ntimes)++] = t;
+		}
+		i = (size_t)(nl - sb.buf) + 1;
+	}
+	if (*ntimes)
+		qsort(*times, *ntimes, sizeof(**times), cmp_time);
+done:
+	al_strbuf_release(&sb);
+	return rc;
+}
+
+int al_budget_read(const char *run_dir, int per_hour, struct al_budget_use *use)
+{
+	char *path = al_xprintf("%s/" AL_BUDGET_FILE, run_dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	int64_t *times = NULL;
+	size_t n = 0;
+
+	memset(use, 0, sizeof(*use));
+	if (fd >= 0) {
+		rc = read_calls(fd, path, al_budget_now(), false, &use->calls, &times, &n);
+		close(fd);
+	} else if (errno != ENOENT) {
+		rc = al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
+	}
+	use->calls_last_hour = (long)n;
+	if (per_hour && n >= (size_t)per_hour)
+		use->wait_until = times[n - (size_t)per_hour] + HOUR;
+	free(times);
+	free(path);
+	return rc;
+}
+
+/* The time ailoop has spent on the run: the root node's clock. */
+static int64_t active_ms(const struct al_exec *ex)
+{
+	const struct al_node_run *root = ex->nframes ? ex->frames[0].nr : NULL;
+
+	return root ? root->base_elapsed + (al_now_ms() - root->entry_ms) : 0;
+}
+
+static void format_span(char *buf, size_t size, int64_t s)
+{
+	if (s >= HOUR)
+		snprintf(buf, size, "%lld:%02lld:%02lld", (long long)(s / HOUR),
+			 (long long)(s % HOUR / 60), (long long)(s % 60));
+	else
+		snprintf(buf, size, "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
+}
+
+/*
+ * Waits until al_budget_now() reaches `until`, a countdown on a terminal
+ * (`what` says what for). AL_EINTR at an interrupt.
+ */
+static int wait_until(struct al_exec *ex, int64_t until, const char *what)
+{
+	struct al_progress *p = ex->progress;
+	int step = test_clock() ? 50 : 1000, rc = 0;
+	int64_t now;
+
+	while ((now = al_budget_now()) < until) {
+		struct pollfd pfd = { al_signals_fd(), POLLIN, 0 };
+
+		if (al_signals_count()) {
+			rc = AL_EINTR;
+			break;
+		}
+		if (p && p->tty && !p->quiet) {
+			char left[32];
+
+			format_span(left, sizeof(left), until - now);
+			fprintf(stderr, "\r\033[K%s: %s", what, left);
+			fflush(stderr);
+			p->live = true;
+		}
+		if (poll(&pfd, pfd.fd >= 0 ? 1 : 0, step) < 0 && errno != EINTR)
+			break;
+	}
+	if (p && p->tty && p->live) {
+		fputs("\r\033[K", stderr);
+		p->live = false;
+	}
+	return rc ? rc : al_signals_count() ? AL_EINTR : 0;
+}
+
+static int blocked(struct al_exec *ex, const char *limit, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int blocked(struct al_exec *ex, const char *limit, const char *what, const char *fmt, ...)
+{
+	struct al_strbuf msg = AL_STRBUF_INIT;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	al_strbuf_vaddf(&msg, fmt, ap);
+	va_end(ap);
+	al_run_event(ex->run, "budget_exhausted", "{s:s, s:s, s:s}", "limit", limit, "call", what,
+		     "message", msg.buf);
+	rc = al_err(AL_EBLOCKED, "%s, before %s: raise 'limits.%s' in %s and continue with "
+		    "'ailoop resume %s'", msg.buf, what, limit, ex->flow->file,
+		    ex->run->st.run_id);
+	al_strbuf_release(&msg);
+	return rc;
+}
+
+int al_budget_acquire(struct al_exec *ex, const char *what)
+{
+	const struct al_flow *f = ex->flow;
+	char *path = al_xprintf("%s/" AL_BUDGET_FILE, ex->run->dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644), rc = 0;
+	bool announced = false;
+
+	if (fd < 0) {
+		rc = al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
+		free(path);
+		return rc;
+	}
+	for (;;) {
+		int64_t now = al_budget_now(), *times = NULL, spent;
+		size_t n = 0;
+		long calls = 0;
+		char line[32];
+		int len;
+
+		if (flock(fd, LOCK_EX) < 0) {
+			rc = al_err(AL_ERROR, "cannot lock '%s': %s", path, strerror(errno));
+			break;
+		}
+		if ((rc = read_calls(fd, path, now, true, &calls, &times, &n)) < 0) {
+			free(times);
+			break;
+		}
+		spent = active_ms(ex) / 1000;
+		if (f->max_agent_calls && calls >= f->max_agent_calls) {
+			rc = blocked(ex, "max_agent_calls", what, "agent-call budget spent: %ld agent "
+				     "call%s made, limits.max_agent_calls is %d", calls,
+				     calls == 1 ? "" : "s", f->max_agent_calls);
+		} else if (f->max_wall_seconds && spent >= f->max_wall_seconds) {
+			rc = blocked(ex, "max_wall_seconds", what, "time budget spent: the run has "
+				     "run %lld s, limits.max_wall_seconds is %d", (long long)spent,
+				     f->max_wall_seconds);
+		} else if (f->max_agent_calls_per_hour && n >= (size_t)f->max_agent_calls_per_hour) {
+			int64_t until = times[n - (size_t)f->max_agent_calls_per_hour] + HOUR;
+			char left[32], head[160];
+
+			free(times);
+			flock(fd, LOCK_UN); /* others may read, and wait too */
+			format_span(left, sizeof(left), until - now);
+			snprintf(head, sizeof(head), "ailoop: %zu agent calls in the last hour "
+				 "(limits.max_agent_calls_per_hour: %d): waiting to start %s", n,
+				 f->max_agent_calls_per_hour, what);
+			if (!announced) {
+				al_run_event(ex->run, "rate_limit_wait", "{s:s, s:i, s:i, s:i}", "call",
+					     what, "calls_last_hour", (int)n, "limit",
+					     f->max_agent_calls_per_hour, "seconds", (int)(until - now));
+				if (!ex->progress || !ex->progress->tty)
+					al_progress_note(ex->progress, "%s for %s", head, left);
+				announced = true;
+			}
+			if ((rc = wait_until(ex, until, head)) < 0)
+				break;
+			continue;
+		}
+		free(times);
+		if (rc < 0)
+			break;
+		len = snprintf(line, sizeof(line), "%lld\n", (long long)now);
+		if (write(fd, line, (size_t)len) != len)
+			rc = al_err(AL_ERROR, "cannot write '%s': %s", path, strerror(errno));
+		break;
+	}
+	close(fd); /* and the lock with it */
+	free(path);
+	return rc;
+}
+
+bool al_rate_limited(const struct al_flow *flow, const struct al_proc_result *r)
+{
+	pcre2_match_data *md;
+	pcre2_match_context *mc;
+	bool hit;
+
+	if (!flow->rate_limit_re || !r->exit_code || r->timed_out || r->interrupted)
+		return false;
+	md = pcre2_match_data_create_from_pattern(flow->rate_limit_re, NULL);
+	mc = pcre2_match_context_create(NULL);
+	pcre2_set_match_limit(mc, AL_REGEX_MATCH_LIMIT);
+	pcre2_set_depth_limit(mc, AL_REGEX_DEPTH_LIMIT);
+	/* the log holds stdout and stderr */
+	hit = pcre2_match(flow->rate_limit_re, (PCRE2_SPTR)(r->log.buf ? r->log.buf : ""),
+			  r->log.len, 0, 0, md, mc) > 0;
+	pcre2_match_context_free(mc);
+	pcre2_match_data_free(md);
+	return hit;
+}
+
+int al_rate_limit_wait(struct al_exec *ex, const char *what, int attempt)
+{
+	int64_t s = ex->flow->rate_limit_backoff_seconds;
+	char head[256];
+
+	for (int i = 0; i < attempt && s < AL_RATE_LIMIT_BACKOFF_MAX; i++)
+		s *= 2;
+	if (s > AL_RATE_LIMIT_BACKOFF_MAX)
+		s = AL_RATE_LIMIT_BACKOFF_MAX;
+	al_run_event(ex->run, "rate_limited", "{s:s, s:i, s:i}", "call", what, "attempt",
+		     attempt + 1, "backoff_seconds", (int)s);
+	snprintf(head, sizeof(head), "ailoop: %s hit a rate limit: retrying", what);
+	al_progress_note(ex->progress, "ailoop: %s hit a rate limit (attempt %d): retrying in "
+			 "%lld s", what, attempt + 1, (long long)s);
+	return wait_until(ex, al_budget_now() + s, head);
+}
