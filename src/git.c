@@ -665,6 +665,30 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 	return rc < 0 ? rc : stage_gitlinks(index, staged);
 }
 
+/*
+ * stage_changes(), written to the index. The work tree may change under it:
+ * an agent of a parallel sibling renames its temporary file away, or
+ * rewrites a file, between the status pass that lists a file and the read
+ * that hashes it. That is no error of the run: the pass starts again from
+ * the index on disk, a little later, a few times.
+ */
+static int stage_all(struct al_git *g, git_index *index, const char *own_dir)
+{
+	size_t staged = 1;
+	int rc = -1;
+
+	for (int attempt = 0; attempt < 6 && rc < 0; attempt++) {
+		if (attempt)
+			usleep(10000u << attempt); /* 20 ms, doubling: 1.2 s in all */
+		rc = git_index_read(index, attempt > 0);
+		if (rc == 0)
+			rc = stage_changes(g, index, own_dir, &staged);
+		if (rc == 0 && staged)
+			rc = git_index_write(index);
+	}
+	return rc;
+}
+
 int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir,
 		      char oid[AL_OID_HEX])
 {
@@ -676,7 +700,6 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 	char *ref = NULL;
 	git_oid tip;
 	bool born;
-	size_t staged = 1;
 	int rc = 0;
 
 	/* an agent may have moved HEAD: the run commits where it is, or nowhere */
@@ -686,9 +709,7 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 		return rc;
 	}
 	free(ref);
-	if (git_repository_index(&index, g->repo) < 0 || git_index_read(index, 0) < 0 ||
-	    stage_changes(g, index, own_dir, &staged) < 0 ||
-	    (staged && git_index_write(index) < 0) ||
+	if (git_repository_index(&index, g->repo) < 0 || stage_all(g, index, own_dir) < 0 ||
 	    git_index_write_tree(&tree_oid, index) < 0 ||
 	    git_tree_lookup(&tree, g->repo, &tree_oid) < 0) {
 		rc = fail("cannot stage the work tree");
