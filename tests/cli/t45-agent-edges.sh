@@ -18,7 +18,8 @@ command: >-
 ---
 Decides to go on until the test says stop.
 MD
-one_loop "$R" noop.md "max_iterations: 10000" .ai-loop/agents/until-stop.md
+# (a loop that changes nothing: its circuit breaker is off, the test ends it)
+one_loop "$R" noop.md "max_iterations: 10000, no_progress_limit: 0, same_error_limit: 0" .ai-loop/agents/until-stop.md
 commit_all "$R"
 RANDOM=45
 for trial in $(seq 10); do

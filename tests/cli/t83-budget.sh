@@ -37,7 +37,7 @@ expect_in "$err" "ailoop: blocked: agent-call budget spent: 2 agent calls made, 
 	"the message names the budget"
 expect_in "$err" "raise 'limits.max_agent_calls' in .ai-loop/flow.yaml and continue with 'ailoop resume run_" \
 	"the message says what to do"
-expect_in "$out" "is blocked: continue it with 'ailoop resume" "the outcome says blocked"
+expect_in "$out" "is blocked: once you have dealt with the cause above, 'ailoop resume" "the outcome says blocked"
 expect_eq "$(calls)" 2 "exactly the limit of agent calls made"
 expect_eq "$(cat todo.txt | tr '\n' ' ')" "c d " "two actuations ran"
 expect_eq "$(run_status)" blocked "run status blocked"
