@@ -193,17 +193,22 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 			if (l->default_action.path)
 				f->action_agent = l->default_action.path;
 		} else if (!strcmp(s, "termination")) {
-			static const char *const keys[] = { "on_error" };
+			static const char *const keys[] = { "on_error", "no_progress_limit",
+							    "same_error_limit" };
 
 			if (!al_check_kind(&l->c, val, AL_VAL_MAP, s))
 				continue;
 			for (size_t j = 0; j < val->n; j++) {
-				const struct al_val *tk = AL_VAL_KEY(val, j);
+				const struct al_val *tk = AL_VAL_KEY(val, j), *tv = AL_VAL_VALUE(val, j);
 
-				if (strcmp(tk->str, "on_error"))
-					al_check_unknown_key(&l->c, tk, keys, 1, "defaults.termination");
-				else if (al_check_enum(&l->c, AL_VAL_VALUE(val, j), "on_error",
-						       on_error, 2, &e))
+				if (!strcmp(tk->str, "no_progress_limit"))
+					al_check_int(&l->c, tv, tk->str, 0, 100000, &f->no_progress_limit);
+				else if (!strcmp(tk->str, "same_error_limit"))
+					al_check_int(&l->c, tv, tk->str, 0, 100000, &f->same_error_limit);
+				else if (strcmp(tk->str, "on_error"))
+					al_check_unknown_key(&l->c, tk, keys, AL_ARRAY_SIZE(keys),
+							     "defaults.termination");
+				else if (al_check_enum(&l->c, tv, "on_error", on_error, 2, &e))
 					f->on_error = (enum al_on_error)e;
 			}
 		} else {
@@ -405,6 +410,8 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 	f->file = al_strdup(file);
 	f->diags = d;
 	f->agent_timeout_seconds = AL_DEFAULT_AGENT_TIMEOUT;
+	f->no_progress_limit = AL_DEFAULT_NO_PROGRESS_LIMIT;
+	f->same_error_limit = AL_DEFAULT_SAME_ERROR_LIMIT;
 	f->rate_limit_backoff_seconds = AL_RATE_LIMIT_BACKOFF_DEFAULT;
 	f->action_agent = AL_DEFAULT_ACTION_AGENT;
 	f->default_runner = "claude";

@@ -708,8 +708,8 @@ struct al_node *loader_node(struct loader *l, const struct al_val *v, struct al_
 	n->parent = parent;
 	n->depth = parent ? parent->depth + 1 : 0;
 	n->strategy = AL_STRATEGY_DIRECT;
-	n->no_progress_limit = AL_DEFAULT_NO_PROGRESS_LIMIT;
-	n->same_error_limit = AL_DEFAULT_SAME_ERROR_LIMIT;
+	n->no_progress_limit = l->flow->no_progress_limit; /* defaults.termination */
+	n->same_error_limit = l->flow->same_error_limit;
 	if (!node_type(l, n, v)) {
 		node_id(l, n, v, position); /* its id may be wrong too */
 		free(n);

@@ -136,6 +136,8 @@ struct al_flow {
 	int agent_timeout_seconds;
 	const char *action_agent;
 	enum al_on_error on_error;
+	int no_progress_limit; /* defaults.termination: each loop's unless it says otherwise */
+	int same_error_limit;
 	const char *converge_model; /* for every runner, NULL if none or per runner */
 	struct al_agent_model *converge_models; /* models.converge as a map by runner */
 	size_t nconverge_models;

@@ -21,7 +21,7 @@ enum {
 	AL_ENORUNNER = -7,   /* an agent runner's program is not installed */
 	AL_EUSAGE = -8,      /* bad command line */
 	AL_EAGENT = -9,      /* an agent failed (exit status, no output, …) */
-	AL_EBLOCKED = -10,   /* the circuit breaker opened */
+	AL_EBLOCKED = -10,   /* blocked: a circuit breaker opened or a budget ran out */
 	AL_EMOVED = -11,     /* an agent moved HEAD off the run's branch, or reset it */
 };
 

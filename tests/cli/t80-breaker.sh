@@ -177,4 +177,28 @@ expect_rc 4 "resumed: blocked at the same point as without the kill"
 expect_in "$err" "no progress in 3 iterations (1 to 3)" "iterations before the kill counted"
 expect_eq "$(calls)" 4 "the killed step ran again, and no more"
 
+# --- defaults.termination sets every loop's limits; a loop's own wins ------------
+R=$TEST_TMP/defaults
+export CALLS=$TEST_TMP/defaults-calls GO=$TEST_TMP/defaults-go
+loop_repo "$R" a b
+idle_agent "$R"
+one_loop "$R" idle.md "max_iterations: 10" "" "termination: {no_progress_limit: 2}"
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix all"
+expect_rc 4 "blocked by the flow's default limit"
+expect_in "$err" "no progress in 2 iterations (1 to 2)" "after defaults.termination.no_progress_limit"
+sed -i 's/max_iterations: 10/max_iterations: 10, no_progress_limit: 4/' .ai-loop/flow.yaml
+run "$AILOOP" validate
+expect_rc 0 "the loop's own limit beside the default"
+rm -rf .ai-loop/runs && git add -A && git commit -qm "own limit"
+: >"$CALLS"
+run "$AILOOP" run "fix all"
+expect_in "$err" "no progress in 4 iterations (1 to 4)" "the loop's own limit wins over the default"
+printf 'version: 1\ndefaults:\n  termination: {same_error_limit: -1}\nflow: {id: a, skill: a}\n' \
+	>.ai-loop/flow.yaml
+run "$AILOOP" validate
+expect_rc 65 "a negative default limit"
+expect_in "$err" "flow.yaml:3:" "is reported at its position"
+
 finish

@@ -153,21 +153,21 @@ loop_repo "$R" a b c
 cat >"$R/.ai-loop/agents/slow.md" <<'MD'
 ---
 name: slow
-command: sleep 1.2; sh .ai-loop/agents/fix.sh
+command: sleep 4.2; sh .ai-loop/agents/fix.sh
 ---
 Fix one item, slowly.
 MD
 one_loop "$R" slow.md "max_iterations: 10"
-printf 'limits: {max_wall_seconds: 1}\n' >>"$R/.ai-loop/flow.yaml"
+printf 'limits: {max_wall_seconds: 4}\n' >>"$R/.ai-loop/flow.yaml"
 commit_all "$R"
 cd "$R"
 run "$AILOOP" run "fix slowly"
 expect_rc 4 "run past its time budget"
 expect_in "$err" "ailoop: blocked: time budget spent: the run has run " "the message says the time"
-expect_in "$err" " s, limits.max_wall_seconds is 1, before actuator" "and names the time budget"
+expect_in "$err" " s, limits.max_wall_seconds is 4, before actuator" "and names the time budget"
 expect_eq "$(calls)" 1 "one actuation started in time"
 expect_in "$(events)" '"limit":"max_wall_seconds"' "budget event for the time"
-sed -i 's/max_wall_seconds: 1/max_wall_seconds: 60/' .ai-loop/flow.yaml
+sed -i 's/max_wall_seconds: 4/max_wall_seconds: 60/' .ai-loop/flow.yaml
 run "$AILOOP" resume
 expect_rc 0 "resume with more time completes"
 expect_eq "$(calls)" 3 "three actuations in all"
