@@ -106,6 +106,7 @@ int al_append_line(int *fd, const char *path, const char *line, size_t len)
 		return al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
 	if (al_write_all(*fd, line, len) < 0)
 		return al_err(AL_ERROR, "cannot append to '%s': %s", path, strerror(errno));
+	al_durable_written();
 	return 0;
 }
 
