@@ -24,6 +24,29 @@ bool al_fsync_enabled(void)
 	return enabled;
 }
 
+/* Whether ailoop wrote something since the last durable point. */
+static bool unsynced;
+
+void al_durable_written(void)
+{
+	unsynced = true;
+}
+
+int al_durable_point(void)
+{
+	static int fd = -1;
+
+	if (!unsynced || !al_fsync_enabled())
+		return 0;
+	if (fd < 0)
+		fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || syncfs(fd) < 0)
+		return al_err(AL_ERROR, "cannot make what ailoop wrote durable: %s",
+			      strerror(errno));
+	unsynced = false;
+	return 0;
+}
+
 int al_write_all(int fd, const char *p, size_t len)
 {
 	while (len) {
@@ -37,19 +60,6 @@ int al_write_all(int fd, const char *p, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
-}
-
-static void sync_dir_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? al_strndup(path, (size_t)(slash - path)) : al_strdup(".");
-	int fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-	free(dir);
 }
 
 int al_write_atomic(const char *path, const void *data, size_t len)
@@ -67,7 +77,7 @@ int al_write_atomic(const char *path, const void *data, size_t len)
 		rc = al_err(AL_ERROR, "cannot write '%s': %s", lock.buf, strerror(errno));
 		goto done;
 	}
-	if (al_write_all(fd, data, len) < 0 || (al_fsync_enabled() && fsync(fd) < 0)) {
+	if (al_write_all(fd, data, len) < 0) {
 		rc = al_err(AL_ERROR, "cannot write '%s': %s", lock.buf, strerror(errno));
 		close(fd);
 		unlink(lock.buf);
@@ -81,8 +91,7 @@ int al_write_atomic(const char *path, const void *data, size_t len)
 		unlink(lock.buf);
 		goto done;
 	}
-	if (al_fsync_enabled())
-		sync_dir_of(path);
+	al_durable_written();
 	al_crash_point(path);
 done:
 	al_strbuf_release(&lock);
@@ -97,6 +106,7 @@ int al_append_line(int *fd, const char *path, const char *line, size_t len)
 		return al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
 	if (al_write_all(*fd, line, len) < 0)
 		return al_err(AL_ERROR, "cannot append to '%s': %s", path, strerror(errno));
+	al_durable_written();
 	return 0;
 }
 

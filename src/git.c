@@ -54,8 +54,7 @@ int al_git_open(struct al_git **out)
 	*out = NULL;
 	if (!initialised) {
 		git_libgit2_init();
-		if (al_fsync_enabled())
-			git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, 1);
+		/* no fsync of each object and ref: a commit has durable points (fsutil.h) */
 		/*
 		 * ailoop builds each commit from a tree it has just written on a
 		 * parent it has just read: re-checking that they exist costs a
@@ -356,6 +355,7 @@ int al_git_branch_create(struct al_git *g, const char *name)
 	    git_branch_create(&branch, g->repo, name, commit, 0) < 0 ||
 	    git_repository_set_head(g->repo, git_reference_name(branch)) < 0)
 		rc = fail("cannot create the branch");
+	al_durable_written();
 	git_reference_free(branch);
 	git_commit_free(commit);
 	git_reference_free(head);
@@ -377,6 +377,7 @@ int al_git_checkout(struct al_git *g, const char *name)
 	    git_checkout_tree(g->repo, target, &opts) < 0 ||
 	    git_repository_set_head(g->repo, git_reference_name(branch)) < 0)
 		rc = fail("cannot check out the run's branch");
+	al_durable_written();
 	git_object_free(target);
 	git_reference_free(branch);
 	return rc;
@@ -434,6 +435,7 @@ int al_git_restore(struct al_git *g, const char *commit_hex, const char *keep)
 	copts.paths.count = n;
 	if (git_checkout_tree(g->repo, (git_object *)tree, &copts) < 0)
 		rc = fail("cannot restore the work tree");
+	al_durable_written();
 done:
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);
@@ -666,6 +668,27 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 }
 
 /*
+ * Moves the branch HEAD names (or a detached HEAD) from `old` to the new
+ * commit, as `git commit` does, reflog and all; it fails if anything else
+ * moved it in between.
+ */
+static int move_head(struct al_git *g, const char *ref, const git_oid *id, const git_oid *old,
+		     const char *message)
+{
+	const char *eol = strchr(message, '\n');
+	char *log = al_xprintf("commit: %.*s", (int)(eol ? (size_t)(eol - message) : strlen(message)),
+			       message);
+	git_reference *moved = NULL;
+	int rc = 0;
+
+	if (git_reference_create_matching(&moved, g->repo, ref ? ref : "HEAD", id, 1, old, log) < 0)
+		rc = fail("cannot move the branch to the new commit");
+	git_reference_free(moved);
+	free(log);
+	return rc;
+}
+
+/*
  * stage_changes(), written to the index. The work tree may change under it:
  * an agent of a parallel sibling renames its temporary file away, or
  * rewrites a file, between the status pass that lists a file and the read
@@ -704,11 +727,8 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 
 	/* an agent may have moved HEAD: the run commits where it is, or nowhere */
 	if ((rc = head_state(g, &ref, &tip, &born)) < 0 ||
-	    (rc = check_head(g, ref, &tip, born, own_dir)) < 0) {
-		free(ref);
-		return rc;
-	}
-	free(ref);
+	    (rc = check_head(g, ref, &tip, born, own_dir)) < 0)
+		goto done;
 	if (git_repository_index(&index, g->repo) < 0 || stage_all(g, index, own_dir) < 0 ||
 	    git_index_write_tree(&tree_oid, index) < 0 ||
 	    git_tree_lookup(&tree, g->repo, &tree_oid) < 0) {
@@ -731,16 +751,24 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 	if (git_signature_new(&author, g->author->name, g->author->email, time(NULL), 0) < 0 ||
 	    git_signature_new(&committer, g->committer->name, g->committer->email, time(NULL),
 			      0) < 0 ||
-	    git_commit_create(&commit_oid, g->repo, "HEAD", author, committer, NULL, message,
+	    git_commit_create(&commit_oid, g->repo, NULL, author, committer, NULL, message,
 			      tree, 1, (const git_commit **)&parent) < 0) {
 		rc = fail("cannot commit");
 		goto done;
 	}
+	/* the objects and the index are on disk before the ref that names them */
+	al_durable_written();
+	if ((rc = al_durable_point()) < 0 || (rc = move_head(g, ref, &commit_oid, &tip, message)) < 0)
+		goto done;
+	al_durable_written();
+	if ((rc = al_durable_point()) < 0)
+		goto done;
 	if (oid)
 		git_oid_tostr(oid, AL_OID_HEX, &commit_oid);
 	g->last = commit_oid;
 	al_crash_point("committed"); /* before any state records the commit */
 done:
+	free(ref);
 	git_signature_free(author);
 	git_signature_free(committer);
 	git_commit_free(parent);

@@ -1,4 +1,6 @@
 #include "ailoop/cli.h"
+#include "ailoop/fsutil.h"
+#include "ailoop/util.h"
 
 #include <git2.h>
 #include <jansson.h>
@@ -172,6 +174,7 @@ static int unknown_command(const char *name)
 int main(int argc, char **argv)
 {
 	const struct al_command *cmd;
+	int code;
 
 	if (argc < 2) {
 		print_main_help(stderr);
@@ -208,5 +211,9 @@ int main(int argc, char **argv)
 	cmd = al_command_find(argv[1]);
 	if (!cmd)
 		return unknown_command(argv[1]);
-	return cmd->fn(argc - 1, argv + 1);
+	code = cmd->fn(argc - 1, argv + 1);
+	/* what the command wrote last (a run's final state) survives a power loss */
+	if (al_durable_point() < 0)
+		code = al_cli_fail(code ? code : AL_EXIT_SOFTWARE, "%s", al_errmsg());
+	return code;
 }

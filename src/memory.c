@@ -315,8 +315,7 @@ static int append(struct al_memory *m, const char *line, size_t len, const char 
 		m->offset += (off_t)len;
 unlock:
 	flock(m->fd, LOCK_UN);
-	if (rc == 0 && al_fsync_enabled() && fsync(m->fd) < 0)
-		rc = al_err(AL_ERROR, "cannot write '%s': %s", m->path, strerror(errno));
+	al_durable_written(); /* at the next durable point (fsutil.h) */
 	al_strbuf_release(&sb);
 	return rc;
 }

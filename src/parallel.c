@@ -154,6 +154,8 @@ static void kid_main(struct al_node_run *nr, size_t k, int msg_fd, pid_t parent)
 	if (rc == 0)
 		rc = al_exec_node(ex, c, nr->task, nr->parent_label, false, nr->deadline, &res);
 	if (rc == 0)
+		rc = al_durable_point(); /* what the child wrote last, before the parent reads it */
+	if (rc == 0)
 		code = res.success ? KID_COMPLETE : KID_FAILED;
 	else if (rc == AL_EINTR)
 		code = KID_INTERRUPTED;

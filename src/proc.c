@@ -1,4 +1,5 @@
 #include "ailoop/proc.h"
+#include "ailoop/fsutil.h"
 #include "ailoop/signals.h"
 #include "ailoop/util.h"
 
@@ -636,6 +637,11 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 	if (al_signals_count()) {
 		free(cs);
 		return AL_EINTR;
+	}
+	/* what the step wrote so far survives a power loss before an agent acts on it */
+	if ((rc = al_durable_point()) < 0) {
+		free(cs);
+		return rc;
 	}
 	for (i = 0; i < n; i++)
 		if ((rc = spawn(&cs[i])) < 0)

@@ -6,12 +6,21 @@
 
 /*
  * Files that must survive a crash at any instant. A write goes to X.lock
- * (created O_EXCL), is fsynced, renamed over X, and the directory is
- * fsynced, so X is always either the old or the new content. A leftover
- * X.lock can only come from a writer that died (the run lock admits one
- * writer), so it is removed. AILOOP_FSYNC=0 skips the fsyncs (tests).
+ * (created O_EXCL) and is renamed over X, so X is always either the old or
+ * the new content. A leftover X.lock can only come from a writer that died
+ * (the run lock admits one writer), so it is removed. It becomes durable
+ * (survives a power loss) at the next al_durable_point().
  */
 int al_write_atomic(const char *path, const void *data, size_t len);
+/*
+ * The durable points: what ailoop wrote since the last one (its files, the
+ * objects and index of a commit) reaches the disk in one syncfs(2) of the
+ * repository's filesystem, instead of an fsync of each file and directory.
+ * They come before each agent starts, on both sides of a commit's ref
+ * update, and before ailoop exits. AILOOP_FSYNC=0 skips them (tests).
+ */
+void al_durable_written(void);
+int al_durable_point(void);
 /*
  * Appends one record with a single write(2) to `path`, opened (O_APPEND)
  * into *fd on first use and kept open, so that a log written at every

@@ -250,7 +250,7 @@ int al_cli_report_run(struct al_exec *ex, int rc, bool json)
 			rc == AL_EINTR ? "the run is paused" : al_errmsg());
 	al_git_walk(ex->git, "HEAD", NULL, count_run_commits, &commits);
 	if (json) {
-		json_t *o = json_pack("{s:s, s:s, s:s?, s:s?, s:i, s:i}", "run_id",
+		json_t *o = json_pack("{s:s, s:s, s:s?, s:s?, s:I, s:i}", "run_id",
 				      ex->run->st.run_id, "status", status, "branch", branch,
 				      "base_branch", base, "commits", (json_int_t)commits,
 				      "exit_code", code);

@@ -246,3 +246,50 @@ scripted_agents() {
 run_status() {
 	"$AILOOP" status --json 2>/dev/null | jq -r .status
 }
+
+# kill_each_point TEMPLATE TASK HISTORY [SETTLED]: the kill tests' loop.
+# For each crash point 1..$total, a copy of the repository TEMPLATE runs
+# TASK with AILOOP_CRASH_AT; the killed run is resumed once (killed before
+# the run existed, it is run again) and must end as the reference did:
+# $ref_rc, $ref_triples (as the command HISTORY prints a repository's
+# history), $ref_tree and $ref_status, with a clean `git fsck --strict`
+# and work tree. SETTLED, if given, is a command that must succeed after
+# the kill (no process of the run left). Counts in $tried and $recovered.
+kill_each_point() {
+	local template=$1 task=$2 history=$3 settled=${4:-true} w=$TEST_TMP/kill n problems status
+	tried=0 recovered=0
+	for n in $(seq 1 "$total"); do
+		rm -rf "$w"
+		cp -a "$template" "$w"
+		cd "$w"
+		problems=""
+		# (in a command substitution: the shell says nothing of the kill)
+		rc=$({ AILOOP_CRASH_AT=$n "$AILOOP" run --quiet "$task" >/dev/null 2>&1; echo $?; } 2>/dev/null)
+		[ "$rc" -eq 137 ] || problems="$problems not-killed($rc)"
+		$settled || problems="$problems not-settled"
+		rc=$({ "$AILOOP" resume >/dev/null 2>"$TEST_TMP/resume.err"; echo $?; } 2>/dev/null)
+		if [ "$rc" -eq 66 ] && grep -q "no run to resume" "$TEST_TMP/resume.err"; then
+			if "$AILOOP" status >/dev/null 2>&1; then # killed after its last commit: the run is over
+				rc=$ref_rc # (its status is checked below)
+			else # killed before the run existed: the user runs it again
+				rc=$({ "$AILOOP" run --quiet "$task" >/dev/null 2>"$TEST_TMP/resume.err"; echo $?; } 2>/dev/null)
+			fi
+		fi
+		tried=$((tried + 1))
+		[ "$rc" -eq "$ref_rc" ] || problems="$problems exit=$rc($(head -c 300 "$TEST_TMP/resume.err"))"
+		[ "$($history "$w")" = "$ref_triples" ] || problems="$problems history"
+		[ "$(code_tree "$w")" = "$ref_tree" ] || problems="$problems tree"
+		git fsck --strict >/dev/null 2>&1 || problems="$problems fsck"
+		[ -z "$(git status --porcelain)" ] || problems="$problems dirty"
+		status=$(run_status)
+		[ "$status" = "$ref_status" ] || problems="$problems status($status)"
+		if [ -z "$problems" ]; then
+			recovered=$((recovered + 1))
+			pass
+		else
+			fail "kill at point $n ($(sed -n "${n}p" "$TEST_TMP/points")):$problems"
+			diff <(printf '%s\n' "$ref_triples") <($history "$w") | head -10 >&2
+		fi
+	done
+	echo "kill test: tried $tried kill points, $recovered recovered ($SECONDS s)"
+}

@@ -71,39 +71,5 @@ expect_eq "$(git log --format=%s | grep -c 'break_loop after 2 iterations')" 1 \
 	"the reference run's loop ends through break_loop"
 [ "$total" -gt 100 ] && pass || fail "only $total crash points in the reference run"
 
-tried=0 recovered=0
-for n in $(seq 1 "$total"); do
-	w=$T/work
-	rm -rf "$w"
-	cp -a "$T/template" "$w"
-	cd "$w"
-	problems=""
-	# (in a command substitution: the shell says nothing of the kill)
-	rc=$({ AILOOP_CRASH_AT=$n "$AILOOP" run --quiet "deliver it" >/dev/null 2>&1; echo $?; } 2>/dev/null)
-	[ "$rc" -eq 137 ] || problems="$problems not-killed($rc)"
-	rc=$({ "$AILOOP" resume >/dev/null 2>"$T/resume.err"; echo $?; } 2>/dev/null)
-	if [ "$rc" -eq 66 ] && grep -q "no run to resume" "$T/resume.err"; then
-		if "$AILOOP" status >/dev/null 2>&1; then # killed after its last commit: the run is over
-			rc=$ref_rc # (its status is checked below)
-		else # killed before the run existed: the user runs it again
-			rc=$({ "$AILOOP" run --quiet "deliver it" >/dev/null 2>"$T/resume.err"; echo $?; } 2>/dev/null)
-		fi
-	fi
-	tried=$((tried + 1))
-	[ "$rc" -eq "$ref_rc" ] || problems="$problems exit=$rc($(head -c 300 "$T/resume.err"))"
-	[ "$(triples "$w")" = "$ref_triples" ] || problems="$problems history"
-	[ "$(code_tree "$w")" = "$ref_tree" ] || problems="$problems tree"
-	git fsck --strict >/dev/null 2>&1 || problems="$problems fsck"
-	[ -z "$(git status --porcelain)" ] || problems="$problems dirty"
-	status=$(run_status)
-	[ "$status" = "$ref_status" ] || problems="$problems status($status)"
-	if [ -z "$problems" ]; then
-		recovered=$((recovered + 1))
-		pass
-	else
-		fail "kill at point $n ($(sed -n "${n}p" "$T/points")):$problems"
-		diff <(printf '%s\n' "$ref_triples") <(triples "$w") | head -10 >&2
-	fi
-done
-echo "kill test: tried $tried kill points, $recovered recovered ($SECONDS s)"
+kill_each_point "$T/template" "deliver it" triples
 finish

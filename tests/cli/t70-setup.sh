@@ -338,4 +338,19 @@ expect_eq "$(git log --format=%s -3 | tac | tr '\n' '|')" \
 	"ai-loop[tdd > red]: iteration 1 — wrote a test|ai-loop[tdd > green > implement]: iteration 1 — fixed code.txt|ai-loop[tdd]: iteration 1 — exit condition met after 1 iteration|" \
 	"red, then green, then the loop ends"
 
+# --- the scratch copy setup validates lives under $TMPDIR ------------------------
+R=$TEST_TMP/scratch
+new_repo "$R"
+cd "$R"
+mkdir "$TEST_TMP/tmpdir"
+TMPDIR=$TEST_TMP/tmpdir run "$AILOOP" setup --yes --sensor t=true
+expect_rc 0 "setup with its own TMPDIR"
+expect_eq "$(ls -A "$TEST_TMP/tmpdir")" "" "its scratch copy is made there and removed"
+rm -rf .ai-loop
+TMPDIR=$TEST_TMP/no-such-dir run "$AILOOP" setup --yes --sensor t=true
+expect_rc 70 "setup where no scratch directory can be made"
+expect_in "$err" "cannot make a scratch directory '$TEST_TMP/no-such-dir/ailoop-setup." \
+	"says where it tried"
+expect_eq "$(ls -A .ai-loop 2>/dev/null)" "" "and writes nothing"
+
 finish
