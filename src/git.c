@@ -988,3 +988,71 @@ int al_git_ls(struct al_git *g, const char *rev, const char *dir, char ***names,
 	git_object_free(obj);
 	return 0;
 }
+
+int al_git_diffstat(struct al_git *g, const char *rev, const char *skip,
+		    struct al_git_file_stat **out, size_t *n)
+{
+	git_object *obj = NULL;
+	git_commit *commit = NULL, *parent = NULL;
+	git_tree *tree = NULL, *parent_tree = NULL;
+	git_diff *diff = NULL;
+	struct al_git_file_stat *v = NULL;
+	size_t count = 0, alloc = 0, skip_len = skip ? strlen(skip) : 0;
+	int rc = 0;
+
+	if (git_revparse_single(&obj, g->repo, rev) < 0 ||
+	    git_object_peel((git_object **)&commit, obj, GIT_OBJECT_COMMIT) < 0) {
+		rc = al_err(AL_ENOTFOUND, "no commit '%s'", rev);
+		goto done;
+	}
+	if (git_commit_tree(&tree, commit) < 0 ||
+	    (git_commit_parentcount(commit) && (git_commit_parent(&parent, commit, 0) < 0 ||
+						git_commit_tree(&parent_tree, parent) < 0)) ||
+	    git_diff_tree_to_tree(&diff, g->repo, parent_tree, tree, NULL) < 0) {
+		/* a shallow clone's oldest commit has no parent to compare with */
+		rc = fail("cannot compare a commit with its parent");
+		goto done;
+	}
+	for (size_t i = 0; i < git_diff_num_deltas(diff); i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
+		const char *path = d->new_file.path ? d->new_file.path : d->old_file.path;
+		git_patch *patch = NULL;
+		size_t added = 0, deleted = 0;
+		struct al_git_file_stat *f;
+
+		if (skip && !strncmp(path, skip, skip_len) &&
+		    (path[skip_len] == '/' || !path[skip_len]))
+			continue;
+		if (git_patch_from_diff(&patch, diff, i) == 0 && patch)
+			git_patch_line_stats(NULL, &added, &deleted, patch);
+		git_patch_free(patch);
+		AL_GROW(v, count, alloc);
+		f = &v[count++];
+		f->path = al_strdup(path);
+		f->added = (int)added;
+		f->deleted = (int)deleted;
+		f->binary = (d->flags & GIT_DIFF_FLAG_BINARY) != 0;
+	}
+done:
+	git_diff_free(diff);
+	git_tree_free(parent_tree);
+	git_tree_free(tree);
+	git_commit_free(parent);
+	git_commit_free(commit);
+	git_object_free(obj);
+	if (rc < 0) {
+		al_git_diffstat_free(v, count);
+		v = NULL;
+		count = 0;
+	}
+	*out = v;
+	*n = count;
+	return rc;
+}
+
+void al_git_diffstat_free(struct al_git_file_stat *files, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(files[i].path);
+	free(files);
+}
