@@ -283,7 +283,7 @@ int al_git_check_head(struct al_git *g, const char *own_dir)
  * and the working memory, which only grow; the cache of condition results,
  * which only grows and is keyed by the trees it was computed on; and
  * agents' logs and prompts (logs/), which can be large and say nothing the
- * outputs and messages do not.
+ * outputs and messages do not; the pages `ailoop report` writes of them.
  */
 static bool unrecorded(const char *path)
 {
@@ -293,8 +293,8 @@ static bool unrecorded(const char *path)
 	return al_starts_with(path, ".ai-loop/runs/") &&
 	       (!strcmp(base, "lock") || al_ends_with(base, ".lock") ||
 		!strcmp(base, "events.jsonl") || !strcmp(base, AL_MEMORY_FILE) ||
-		!strcmp(base, AL_COND_CACHE_FILE) ||
-		strstr(path, "/logs/"));
+		!strcmp(base, AL_COND_CACHE_FILE) || !strcmp(base, "report.html") ||
+		!strcmp(base, "report.md") || strstr(path, "/logs/"));
 }
 
 int al_git_dirty(struct al_git *g, char **path)
