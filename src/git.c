@@ -846,6 +846,19 @@ done:
 	return rc;
 }
 
+/*
+ * A revision; a full object id without looking for a reference of that
+ * name first (several file system calls each, for readers of many commits).
+ */
+static int lookup_rev(git_object **out, struct al_git *g, const char *rev)
+{
+	git_oid oid;
+
+	if (strlen(rev) == AL_OID_HEX - 1 && git_oid_fromstr(&oid, rev) == 0)
+		return git_object_lookup(out, g->repo, &oid, GIT_OBJECT_ANY);
+	return git_revparse_single(out, g->repo, rev);
+}
+
 int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_strbuf *out)
 {
 	git_object *obj = NULL;
@@ -854,7 +867,7 @@ int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_s
 	git_blob *blob = NULL;
 	int rc = 0;
 
-	if (git_revparse_single(&obj, g->repo, rev) < 0 ||
+	if (lookup_rev(&obj, g, rev) < 0 ||
 	    git_object_peel((git_object **)&tree, obj, GIT_OBJECT_TREE) < 0) {
 		rc = al_err(AL_ENOTFOUND, "no revision '%s'", rev);
 		goto done;
@@ -1000,7 +1013,7 @@ int al_git_diffstat(struct al_git *g, const char *rev, const char *skip,
 	size_t count = 0, alloc = 0, skip_len = skip ? strlen(skip) : 0;
 	int rc = 0;
 
-	if (git_revparse_single(&obj, g->repo, rev) < 0 ||
+	if (lookup_rev(&obj, g, rev) < 0 ||
 	    git_object_peel((git_object **)&commit, obj, GIT_OBJECT_COMMIT) < 0) {
 		rc = al_err(AL_ENOTFOUND, "no commit '%s'", rev);
 		goto done;
@@ -1017,21 +1030,33 @@ int al_git_diffstat(struct al_git *g, const char *rev, const char *skip,
 		const git_diff_delta *d = git_diff_get_delta(diff, i);
 		const char *path = d->new_file.path ? d->new_file.path : d->old_file.path;
 		git_patch *patch = NULL;
+		git_blob *old_blob = NULL, *new_blob = NULL;
 		size_t added = 0, deleted = 0;
 		struct al_git_file_stat *f;
+		bool binary;
 
 		if (skip && !strncmp(path, skip, skip_len) &&
 		    (path[skip_len] == '/' || !path[skip_len]))
 			continue;
-		if (git_patch_from_diff(&patch, diff, i) == 0 && patch)
+		/* from the blobs, without the path: no attribute files read for each */
+		if (!git_oid_is_zero(&d->old_file.id))
+			git_blob_lookup(&old_blob, g->repo, &d->old_file.id);
+		if (!git_oid_is_zero(&d->new_file.id))
+			git_blob_lookup(&new_blob, g->repo, &d->new_file.id);
+		binary = (old_blob && git_blob_is_binary(old_blob)) ||
+			 (new_blob && git_blob_is_binary(new_blob));
+		if (!binary && git_patch_from_blobs(&patch, old_blob, "", new_blob, "",
+						    NULL) == 0)
 			git_patch_line_stats(NULL, &added, &deleted, patch);
 		git_patch_free(patch);
+		git_blob_free(old_blob);
+		git_blob_free(new_blob);
 		AL_GROW(v, count, alloc);
 		f = &v[count++];
 		f->path = al_strdup(path);
 		f->added = (int)added;
 		f->deleted = (int)deleted;
-		f->binary = (d->flags & GIT_DIFF_FLAG_BINARY) != 0;
+		f->binary = binary;
 	}
 done:
 	git_diff_free(diff);

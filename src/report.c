@@ -334,7 +334,7 @@ char *al_report_next_command(const struct al_report *r)
 	if (al_status_resumable(st->status))
 		return al_xprintf("ailoop resume %s", st->run_id);
 	if (!strcmp(st->status, "complete") && st->branch)
-		return al_xprintf("git switch %s && git merge %s",
+		return al_xprintf("git checkout %s && git merge %s",
 				  st->base_branch ? st->base_branch : "main", st->branch);
 	return NULL;
 }
