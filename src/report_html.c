@@ -27,7 +27,9 @@ static const char style[] =
 	".st-paused,.st-blocked,.st-interrupted,.st-max-iterations-reached{background:#fe9}\n"
 	".st-error,.st-failed,.st-timeout{background:#fbb}\n"
 	"ul.tree{list-style:none;padding-left:1.2em}ul.tree li{margin:.1em 0}\n"
-	".iteration{border-left:4px solid #9ab;margin:.5em 0;padding:.2em .8em;background:#fafafa}\n"
+	/* long runs: the browser lays out only the iterations in view */
+	".iteration{content-visibility:auto;contain-intrinsic-size:auto 9em;"
+	"border-left:4px solid #9ab;margin:.5em 0;padding:.2em .8em;background:#fafafa}\n"
 	".iteration.mark-failed{border-color:#d33;background:#fee}\n"
 	".iteration.mark-timeout{border-color:#e80;background:#fff3e0}\n"
 	".iteration.mark-paused{border-color:#cb0;background:#ffd}\n"
