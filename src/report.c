@@ -6,6 +6,7 @@
 #include "ailoop/util.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +94,7 @@ static bool number(const char *text, double *out)
 	if (!text || !*text)
 		return false;
 	*out = strtod(text, &end);
-	return end != text && !*end;
+	return end != text && !*end && isfinite(*out); /* "nan" and "inf" are no points */
 }
 
 static void read_metrics(struct al_report_step *s, struct al_git *git, const char *dir)

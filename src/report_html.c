@@ -295,7 +295,7 @@ static void step_agents(struct al_strbuf *out, const struct al_report_step *s)
 		al_report_duration(out, a->ms);
 		if (a->timed_out)
 			al_strbuf_adds(out, " <span class=\"mark\">timed out</span>");
-		else if (a->exit_code)
+		else if (a->exit_code && strcmp(a->role, "sensor")) /* a sensor's is its verdict */
 			al_strbuf_addf(out, ", exit %d", a->exit_code);
 		al_strbuf_adds(out, "</li>");
 	}

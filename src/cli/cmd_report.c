@@ -19,6 +19,24 @@ static char *absolute(const char *path)
 	return al_xprintf("%s/%s", cwd, path);
 }
 
+/* -o names a file in a directory that exists. Returns 0 or the exit status. */
+static int check_output(const char *path)
+{
+	char *dir = al_strdup(path), *slash = strrchr(dir, '/');
+	int code = 0;
+
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	if (al_dir_exists(path))
+		code = al_cli_fail(AL_EXIT_USAGE, "'%s' is a directory: -o takes the page's file name",
+				   path);
+	else if (slash && !al_dir_exists(dir))
+		code = al_cli_fail(AL_EXIT_NOINPUT, "no directory '%s' to write '%s' in", dir,
+				   path + (slash - dir) + 1);
+	free(dir);
+	return code;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longs[] = {
@@ -46,8 +64,11 @@ int cmd_report(int argc, char **argv)
 		return al_cli_fail(AL_EXIT_USAGE, "unknown format '%s' (html or md)", format);
 	if ((code = al_cli_operands(argc, 0, 1, "report")))
 		return code;
-	if (output) /* relative to where the user is, before entering the root */
+	if (output) { /* relative to where the user is, before entering the root */
 		path = absolute(output);
+		if ((code = check_output(path)))
+			goto done;
+	}
 	if ((code = al_cli_enter_repo()))
 		goto done;
 	if ((rc = al_git_open(&git)) < 0) {

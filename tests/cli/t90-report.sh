@@ -61,6 +61,15 @@ expect_eq "$(cat "$TEST_TMP/o")" "0 $demo/.ai-loop/../mine.html" "-o is relative
 [ -s "$demo/mine.html" ] && pass || fail "-o writes there"
 rm -f "$demo/mine.html"
 
+run "$AILOOP" report -o "$TEST_TMP/missing/page.html"
+expect_rc 66 "-o in a directory that does not exist"
+expect_in "$err" "ailoop: error: no directory '$TEST_TMP/missing' to write 'page.html' in" \
+	"says which directory is missing"
+run "$AILOOP" report -o "$TEST_TMP"
+expect_rc 64 "-o naming a directory"
+expect_in "$err" "ailoop: error: '$TEST_TMP' is a directory: -o takes the page's file name" \
+	"says -o takes a file"
+
 run "$AILOOP" report --format pdf
 expect_rc 64 "an unknown format"
 expect_in "$err" "ailoop: error: unknown format 'pdf' (html or md)" "says which formats exist"
