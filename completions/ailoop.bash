@@ -9,7 +9,7 @@ _ailoop_commands()
 	local prog=$1 list
 	list=$("$prog" --help 2>/dev/null |
 		awk '/^commands:/ { on = 1; next } on && /^$/ { exit } on { print $1 }')
-	printf '%s\n' "${list:-setup run resume status log validate graph memory help}"
+	printf '%s\n' "${list:-setup run resume status log report validate graph memory help}"
 }
 
 _ailoop_options()
@@ -143,12 +143,13 @@ _ailoop()
 	fi
 
 	case $prev in
-	--flow | -f | --task-file)
+	--flow | -f | --task-file | --output | -o)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return 0
 		;;
 	--format)
-		mapfile -t COMPREPLY < <(compgen -W "mermaid dot" -- "$cur")
+		if [[ $cmd == report ]]; then words="html md"; else words="mermaid dot"; fi
+		mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
 		return 0
 		;;
 	--branch)
@@ -183,7 +184,7 @@ _ailoop()
 		return 0
 	fi
 	case $cmd in
-	resume | status | log)
+	resume | status | log | report)
 		[[ -z $run ]] && mapfile -t COMPREPLY < <(compgen -W "$(_ailoop_runs)" -- "$cur")
 		;;
 	memory)

@@ -282,7 +282,7 @@ int al_git_check_head(struct al_git *g, const char *own_dir)
  * and the working memory, which only grow; the cache of condition results,
  * which only grows and is keyed by the trees it was computed on; and
  * agents' logs and prompts (logs/), which can be large and say nothing the
- * outputs and messages do not.
+ * outputs and messages do not; the pages `ailoop report` writes of them.
  */
 static bool unrecorded(const char *path)
 {
@@ -292,8 +292,8 @@ static bool unrecorded(const char *path)
 	return al_starts_with(path, ".ai-loop/runs/") &&
 	       (!strcmp(base, "lock") || al_ends_with(base, ".lock") ||
 		!strcmp(base, "events.jsonl") || !strcmp(base, AL_MEMORY_FILE) ||
-		!strcmp(base, AL_COND_CACHE_FILE) ||
-		strstr(path, "/logs/"));
+		!strcmp(base, AL_COND_CACHE_FILE) || !strcmp(base, "report.html") ||
+		!strcmp(base, "report.md") || strstr(path, "/logs/"));
 }
 
 int al_git_dirty(struct al_git *g, char **path)
@@ -874,6 +874,19 @@ done:
 	return rc;
 }
 
+/*
+ * A revision; a full object id without looking for a reference of that
+ * name first (several file system calls each, for readers of many commits).
+ */
+static int lookup_rev(git_object **out, struct al_git *g, const char *rev)
+{
+	git_oid oid;
+
+	if (strlen(rev) == AL_OID_HEX - 1 && git_oid_fromstr(&oid, rev) == 0)
+		return git_object_lookup(out, g->repo, &oid, GIT_OBJECT_ANY);
+	return git_revparse_single(out, g->repo, rev);
+}
+
 int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_strbuf *out)
 {
 	git_object *obj = NULL;
@@ -882,7 +895,7 @@ int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_s
 	git_blob *blob = NULL;
 	int rc = 0;
 
-	if (git_revparse_single(&obj, g->repo, rev) < 0 ||
+	if (lookup_rev(&obj, g, rev) < 0 ||
 	    git_object_peel((git_object **)&tree, obj, GIT_OBJECT_TREE) < 0) {
 		rc = al_err(AL_ENOTFOUND, "no revision '%s'", rev);
 		goto done;
@@ -1015,4 +1028,84 @@ int al_git_ls(struct al_git *g, const char *rev, const char *dir, char ***names,
 	git_tree_free(tree);
 	git_object_free(obj);
 	return 0;
+}
+
+int al_git_diffstat(struct al_git *g, const char *rev, const char *skip,
+		    struct al_git_file_stat **out, size_t *n)
+{
+	git_object *obj = NULL;
+	git_commit *commit = NULL, *parent = NULL;
+	git_tree *tree = NULL, *parent_tree = NULL;
+	git_diff *diff = NULL;
+	struct al_git_file_stat *v = NULL;
+	size_t count = 0, alloc = 0, skip_len = skip ? strlen(skip) : 0;
+	int rc = 0;
+
+	if (lookup_rev(&obj, g, rev) < 0 ||
+	    git_object_peel((git_object **)&commit, obj, GIT_OBJECT_COMMIT) < 0) {
+		rc = al_err(AL_ENOTFOUND, "no commit '%s'", rev);
+		goto done;
+	}
+	if (git_commit_tree(&tree, commit) < 0 ||
+	    (git_commit_parentcount(commit) && (git_commit_parent(&parent, commit, 0) < 0 ||
+						git_commit_tree(&parent_tree, parent) < 0)) ||
+	    git_diff_tree_to_tree(&diff, g->repo, parent_tree, tree, NULL) < 0) {
+		/* a shallow clone's oldest commit has no parent to compare with */
+		rc = fail("cannot compare a commit with its parent");
+		goto done;
+	}
+	for (size_t i = 0; i < git_diff_num_deltas(diff); i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
+		const char *path = d->new_file.path ? d->new_file.path : d->old_file.path;
+		git_patch *patch = NULL;
+		git_blob *old_blob = NULL, *new_blob = NULL;
+		size_t added = 0, deleted = 0;
+		struct al_git_file_stat *f;
+		bool binary;
+
+		if (skip && !strncmp(path, skip, skip_len) &&
+		    (path[skip_len] == '/' || !path[skip_len]))
+			continue;
+		/* from the blobs, without the path: no attribute files read for each */
+		if (!git_oid_is_zero(&d->old_file.id))
+			git_blob_lookup(&old_blob, g->repo, &d->old_file.id);
+		if (!git_oid_is_zero(&d->new_file.id))
+			git_blob_lookup(&new_blob, g->repo, &d->new_file.id);
+		binary = (old_blob && git_blob_is_binary(old_blob)) ||
+			 (new_blob && git_blob_is_binary(new_blob));
+		if (!binary && git_patch_from_blobs(&patch, old_blob, "", new_blob, "",
+						    NULL) == 0)
+			git_patch_line_stats(NULL, &added, &deleted, patch);
+		git_patch_free(patch);
+		git_blob_free(old_blob);
+		git_blob_free(new_blob);
+		AL_GROW(v, count, alloc);
+		f = &v[count++];
+		f->path = al_strdup(path);
+		f->added = (int)added;
+		f->deleted = (int)deleted;
+		f->binary = binary;
+	}
+done:
+	git_diff_free(diff);
+	git_tree_free(parent_tree);
+	git_tree_free(tree);
+	git_commit_free(parent);
+	git_commit_free(commit);
+	git_object_free(obj);
+	if (rc < 0) {
+		al_git_diffstat_free(v, count);
+		v = NULL;
+		count = 0;
+	}
+	*out = v;
+	*n = count;
+	return rc;
+}
+
+void al_git_diffstat_free(struct al_git_file_stat *files, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(files[i].path);
+	free(files);
 }

@@ -2,9 +2,11 @@
 #include "ailoop/budget.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/md.h"
+#include "ailoop/run.h"
 #include "ailoop/util.h"
 
 #include <ctype.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -165,6 +167,7 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 
 	memset(call, 0, sizeof(*call));
 	call->ctx = c;
+	call->run = ex->run;
 	al_strbuf_init(&call->prompt);
 	logs = al_xprintf("%s/logs", c->dir);
 	call->log_path = al_xprintf("%s/%s%s%s.log", logs, al_role_names[c->role],
@@ -356,6 +359,11 @@ int al_call_finish(struct al_call *call)
 	al_strbuf_release(&log);
 	if (rc < 0)
 		return rc;
+	if (call->run && !r->interrupted)
+		al_run_event(call->run, "agent", "{s:s, s:s, s:s, s:s?, s:I, s:i, s:b}", "node",
+			     c->node->path, "label", c->label, "role", who, "name", c->name, "ms",
+			     (json_int_t)r->duration_ms, "exit", r->exit_code, "timed_out",
+			     r->timed_out);
 	if (r->strays)
 		al_progress_note(call->progress, "ailoop: [%s] %s: stopped %d process%s that %s '%s' "
 				 "left running after it exited (log: %s)", c->label, c->node->path,

@@ -90,6 +90,13 @@ const struct al_command al_commands[] = {
 	  "Walks the commits of the current branch (or the run's branch, or NAME) back to\n"
 	  "the run's first commit and prints each iteration indented by level: label,\n"
 	  "node, summary and sensors. --node keeps one node and its children.\n" },
+	{ "report", cmd_report, "[RUN-ID] [-o FILE] [--format html|md]",
+	  "write one self-contained page of a run: its tree, iterations and charts",
+	  "Builds the page of the newest run (or RUN-ID) from its commits, run-state.md,\n"
+	  "the nodes' states and events.jsonl, and prints where it wrote it (by default\n"
+	  ".ai-loop/runs/RUN-ID/report.html, or report.md). The HTML page needs nothing\n"
+	  "else: styles and SVG charts inline, no script, no link. --format md writes the\n"
+	  "same content as Markdown tables, without charts, for a pull request.\n" },
 	{ "memory", cmd_memory, "get KEY | set KEY VALUE [--json] | list [--json]",
 	  "read and write the working memory of the run (for agents)",
 	  "Agents share facts through the run's working memory (memory.jsonl in the run's\n"

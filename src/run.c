@@ -42,7 +42,8 @@ static int ignore_unrecorded(void)
 {
 	static const char text[] =
 		"# ailoop: files of runs that stay out of history\n"
-		"lock\n*.lock\nevents.jsonl\n" AL_MEMORY_FILE "\n" AL_COND_CACHE_FILE "\nlogs/\n";
+		"lock\n*.lock\nevents.jsonl\n" AL_MEMORY_FILE "\n" AL_COND_CACHE_FILE "\nlogs/\n"
+		"report.html\nreport.md\n";
 	const char *path = AL_RUNS_DIR "/.gitignore";
 
 	return al_file_exists(path) ? 0 : al_write_atomic(path, text, sizeof(text) - 1);

@@ -40,6 +40,7 @@ int cmd_run(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_log(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_memory(int argc, char **argv);
 int cmd_setup(int argc, char **argv);
 

@@ -115,4 +115,20 @@ int al_git_ls(struct al_git *g, const char *rev, const char *dir, char ***names,
 /* The content of `path` in the tree of `rev`. AL_ENOTFOUND if absent. */
 int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_strbuf *out);
 
+/* One file a commit changed: lines added and deleted (0 and 0 if binary). */
+struct al_git_file_stat {
+	char *path;
+	int added, deleted;
+	bool binary;
+};
+
+/*
+ * The files commit `rev` changed against its first parent (every file of
+ * a root commit), leaving out those under directory `skip` (NULL: none).
+ * Free with al_git_diffstat_free().
+ */
+int al_git_diffstat(struct al_git *g, const char *rev, const char *skip,
+		    struct al_git_file_stat **out, size_t *n);
+void al_git_diffstat_free(struct al_git_file_stat *files, size_t n);
+
 #endif

@@ -46,6 +46,7 @@ struct al_call {
 	int timeout_s;
 	struct al_progress *progress;
 	struct al_memory *memory; /* where the output's `memory:` map goes; may be NULL */
+	struct al_run *run;       /* where the "agent" event goes (its wall time); may be NULL */
 };
 
 /*
@@ -55,9 +56,11 @@ struct al_call {
  */
 int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_call_ctx *ctx);
 /*
- * After the process ended: writes its log, and its stdout as the output
- * file if it wrote none (unless keep_output). Returns AL_EAGENT (with a
- * message naming the agent and its log) if it failed or timed out. An
+ * After the process ended: writes its log, records an "agent" event (role,
+ * name, wall time, exit status, timeout) in the run's event log, and writes
+ * its stdout as the output file if it wrote none (unless keep_output).
+ * Returns AL_EAGENT (with a message naming the agent and its log) if it
+ * failed or timed out. An
  * agent that succeeded and whose output's front matter has a `memory:`
  * map has each of its entries written to working memory.
  */

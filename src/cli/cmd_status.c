@@ -3,98 +3,14 @@
 #include "ailoop/flow.h"
 #include "ailoop/git.h"
 #include "ailoop/run.h"
+#include "ailoop/run_view.h"
 #include "ailoop/state.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
-#include <dirent.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct nodes {
-	struct al_node_state *v;
-	size_t n, alloc;
-	char **errors; /* damaged state files */
-	size_t nerrors, errors_alloc;
-};
-
-/* Every orchestrator-output.md under nodes/, parents before children. */
-static void collect(struct nodes *out, const char *dir)
-{
-	struct al_strbuf path = AL_STRBUF_INIT;
-	struct al_node_state st;
-	struct dirent **entries;
-	int n, rc;
-
-	al_strbuf_addf(&path, "%s/orchestrator-output.md", dir);
-	rc = al_node_state_read(&st, path.buf);
-	if (rc == 0) {
-		AL_GROW(out->v, out->n, out->alloc);
-		out->v[out->n++] = st;
-	} else if (rc != AL_ENOTFOUND) {
-		AL_GROW(out->errors, out->nerrors, out->errors_alloc);
-		out->errors[out->nerrors++] = al_strdup(al_errmsg());
-	}
-	n = scandir(dir, &entries, NULL, alphasort);
-	for (int i = 0; i < n; i++) {
-		struct al_strbuf sub = AL_STRBUF_INIT;
-
-		al_strbuf_addf(&sub, "%s/%s", dir, entries[i]->d_name);
-		if (entries[i]->d_name[0] != '.' && strcmp(entries[i]->d_name, "logs") &&
-		    entries[i]->d_type == DT_DIR)
-			collect(out, sub.buf);
-		al_strbuf_release(&sub);
-		free(entries[i]);
-	}
-	if (n >= 0)
-		free(entries);
-	al_strbuf_release(&path);
-}
-
-/* The same from the tree of `rev`: a run whose branch is not checked out. */
-static void collect_git(struct nodes *out, struct al_git *git, const char *rev, const char *dir)
-{
-	struct al_strbuf path = AL_STRBUF_INIT, text = AL_STRBUF_INIT;
-	struct al_node_state st;
-	char **names;
-	size_t n;
-	int rc;
-
-	al_strbuf_addf(&path, "%s/orchestrator-output.md", dir);
-	if (al_git_read(git, rev, path.buf, &text) == 0) {
-		rc = al_node_state_parse(&st, path.buf, text.buf, text.len);
-		if (rc == 0) {
-			AL_GROW(out->v, out->n, out->alloc);
-			out->v[out->n++] = st;
-		} else {
-			AL_GROW(out->errors, out->nerrors, out->errors_alloc);
-			out->errors[out->nerrors++] = al_strdup(al_errmsg());
-		}
-	}
-	if (al_git_ls(git, rev, dir, &names, &n) < 0)
-		n = 0;
-	for (size_t i = 0; i < n; i++) {
-		char *sub = al_xprintf("%s/%s", dir, names[i]);
-
-		if (names[i][0] != '.' && strcmp(names[i], "logs"))
-			collect_git(out, git, rev, sub);
-		free(sub);
-	}
-	al_strv_free(names, n);
-	al_strbuf_release(&path);
-	al_strbuf_release(&text);
-}
-
-static void nodes_release(struct nodes *ns)
-{
-	for (size_t i = 0; i < ns->n; i++)
-		al_node_state_release(&ns->v[i]);
-	for (size_t i = 0; i < ns->nerrors; i++)
-		free(ns->errors[i]);
-	free(ns->v);
-	free(ns->errors);
-}
 
 /* What the run has used of its budgets, and the flow's limits (0: none, or unknown). */
 struct budget {
@@ -103,7 +19,7 @@ struct budget {
 	int max_calls, max_seconds, per_hour;
 };
 
-static void read_budget(struct budget *b, const struct al_run_state *st, const struct nodes *ns)
+static void read_budget(struct budget *b, const struct al_run_state *st, const struct al_run_nodes *ns)
 {
 	struct al_diags diags = AL_DIAGS_INIT;
 	struct al_flow *flow = NULL;
@@ -159,7 +75,7 @@ static void print_budget(const struct budget *b)
 		printf("  hourly limit: the next agent call waits %lld s\n", (long long)wait);
 }
 
-static int print_json(const struct al_run_state *st, const struct nodes *ns, const char *holder,
+static int print_json(const struct al_run_state *st, const struct al_run_nodes *ns, const char *holder,
 		      const char *from, const struct budget *b)
 {
 	json_t *o = json_object(), *stack = json_array(), *nodes = json_array(), *errs = json_array();
@@ -221,7 +137,7 @@ static void breaker_text(const struct al_breaker *b)
 		printf(": %s", b->reason);
 }
 
-static void print_text(const struct al_run_state *st, const struct nodes *ns, const char *holder,
+static void print_text(const struct al_run_state *st, const struct al_run_nodes *ns, const char *holder,
 		       const char *from, const struct budget *b)
 {
 	const char *task = st->task, *nl = strchr(task, '\n');
@@ -269,16 +185,10 @@ int cmd_status(int argc, char **argv)
 		{ "help", no_argument, NULL, 0 },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct nodes ns = { 0 };
+	struct al_run_view view;
 	struct budget budget;
-	struct al_run_state branch_st = { 0 };
-	const struct al_run_state *st;
-	struct al_run *run = NULL;
 	struct al_git *git = NULL;
-	char **ids = NULL, *holder = NULL, *nodes_dir, *found = NULL, *elsewhere = NULL;
-	const char *id;
 	bool json = false;
-	size_t n = 0;
 	int c, rc, code = 0;
 
 	while ((c = al_cli_getopt(argc, argv, "", longs, "status", &code)) != -1) {
@@ -288,64 +198,19 @@ int cmd_status(int argc, char **argv)
 	}
 	if ((code = al_cli_operands(argc, 0, 1, "status")) || (code = al_cli_enter_repo()))
 		return code;
-	id = optind < argc ? argv[optind] : NULL;
-	if (al_runs_list(&ids, &n) < 0)
-		n = 0;
-	/* runs whose branch is not checked out are on their branches only */
-	if (al_git_open(&git) == 0)
-		found = al_cli_run_on_branches(git, id, false, &elsewhere);
-	if (found && (id || !n || al_run_id_cmp(found, ids[0]) > 0)) {
-		char *rev = al_xprintf("refs/heads/%s", elsewhere);
-		char *path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, found);
-		struct al_strbuf text = AL_STRBUF_INIT;
-
-		rc = al_git_read(git, rev, path, &text);
-		if (rc == 0)
-			rc = al_run_state_parse(&branch_st, path, text.buf, text.len);
-		if (rc == 0) {
-			nodes_dir = al_xprintf("%s/%s/nodes", AL_RUNS_DIR, found);
-			collect_git(&ns, git, rev, nodes_dir);
-			free(nodes_dir);
-		}
-		al_strbuf_release(&text);
-		free(path);
-		free(rev);
-		if (rc < 0) {
-			code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
-			goto done;
-		}
-		st = &branch_st;
+	if (al_git_open(&git) < 0)
+		git = NULL;
+	rc = al_run_view_load(&view, git, optind < argc ? argv[optind] : NULL);
+	if (rc < 0) {
+		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 	} else {
-		if (!id && !n) {
-			code = al_cli_fail(AL_EXIT_NOINPUT, "no runs in %s: start one with "
-					   "'ailoop run \"TASK\"'", AL_RUNS_DIR);
-			goto done;
-		}
-		if ((rc = al_run_open(&run, id ? id : ids[0])) < 0) {
-			code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
-			goto done;
-		}
-		free(elsewhere);
-		elsewhere = NULL;
-		holder = al_run_lock_holder(run->dir);
-		nodes_dir = al_xprintf("%s/nodes", run->dir);
-		collect(&ns, nodes_dir);
-		free(nodes_dir);
-		st = &run->st;
+		read_budget(&budget, &view.st, &view.nodes);
+		if (json)
+			print_json(&view.st, &view.nodes, view.holder, view.from, &budget);
+		else
+			print_text(&view.st, &view.nodes, view.holder, view.from, &budget);
 	}
-	read_budget(&budget, st, &ns);
-	if (json)
-		print_json(st, &ns, holder, elsewhere, &budget);
-	else
-		print_text(st, &ns, holder, elsewhere, &budget);
-done:
-	free(holder);
-	nodes_release(&ns);
-	al_run_state_release(&branch_st);
-	al_run_free(run);
+	al_run_view_release(&view);
 	al_git_free(git);
-	al_runs_list_free(ids, n);
-	free(found);
-	free(elsewhere);
 	return code;
 }

@@ -85,10 +85,12 @@ expect_in "$(cat "$node/sensor-scope-output.md")" "duration-ms: " "sensor output
 # one JSON object per line
 run jq -e . "$run_dir/events.jsonl"
 if command -v jq >/dev/null; then expect_rc 0 "events.jsonl is JSON lines"; fi
-expect_eq "$(jq -r .event "$run_dir/events.jsonl" | uniq | tr '\n' ' ')" \
+expect_eq "$(jq -r .event "$run_dir/events.jsonl" | grep -vx agent | uniq | tr '\n' ' ')" \
 	"run_start node_start loop_start sensors loop_iteration controller actuator sensors loop_iteration \
 controller actuator sensors loop_iteration controller actuator sensors loop_iteration \
 controller loop_iteration node_complete run_end " "one event per step"
+expect_eq "$(jq -r 'select(.event == "agent") | .role' "$run_dir/events.jsonl" | sort | uniq -c |
+	awk '{printf "%s %s ", $1, $2}')" "3 actuator 4 sensor " "an agent event per agent call, with its role"
 expect_eq "$(jq -r 'select(.event == "controller") | .target_met' "$run_dir/events.jsonl" |
 	tr '\n' ' ')" "false false false true " "the controller's decisions"
 

@@ -166,7 +166,7 @@ sorted() { tr ' ' '\n' | sed '/^$/d' | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//
 
 expect_eq "$(complete_line "$COMPLETION" "ailoop ")" "$(echo "$commands help" | sorted)" \
 	"completion: the commands of ailoop --help"
-expect_eq "$(complete_line "$COMPLETION" "ailoop re")" "resume" "completion: a command's prefix"
+expect_eq "$(complete_line "$COMPLETION" "ailoop re")" "report resume" "completion: a command's prefix"
 expect_eq "$(complete_line "$COMPLETION" "ailoop --v")" "--version" "completion: --version"
 for cmd in $commands; do
 	got=$(complete_line "$COMPLETION" "ailoop $cmd --")

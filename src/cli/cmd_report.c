@@ -1,0 +1,110 @@
+#include "ailoop/cli.h"
+#include "ailoop/fsutil.h"
+#include "ailoop/report.h"
+#include "ailoop/run_view.h"
+#include "ailoop/util.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* `path` from the current directory, as an absolute path. Caller frees. */
+static char *absolute(const char *path)
+{
+	char cwd[PATH_MAX];
+
+	if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return al_strdup(path);
+	return al_xprintf("%s/%s", cwd, path);
+}
+
+/* -o names a file in a directory that exists. Returns 0 or the exit status. */
+static int check_output(const char *path)
+{
+	char *dir = al_strdup(path), *slash = strrchr(dir, '/');
+	int code = 0;
+
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	if (al_dir_exists(path))
+		code = al_cli_fail(AL_EXIT_USAGE, "'%s' is a directory: -o takes the page's file name",
+				   path);
+	else if (slash && !al_dir_exists(dir))
+		code = al_cli_fail(AL_EXIT_NOINPUT, "no directory '%s' to write '%s' in", dir,
+				   path + (slash - dir) + 1);
+	free(dir);
+	return code;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 0 },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *output = NULL, *format = "html";
+	struct al_strbuf page = AL_STRBUF_INIT;
+	struct al_report report = { 0 };
+	struct al_run_view view = { 0 };
+	struct al_git *git = NULL;
+	char *path = NULL;
+	int c, rc, code = 0;
+
+	while ((c = al_cli_getopt(argc, argv, "o:", longs, "report", &code)) != -1) {
+		switch (c) {
+		case '?': return code;
+		case 'o': output = optarg; break;
+		case 'f': format = optarg; break;
+		}
+	}
+	if (strcmp(format, "html") && strcmp(format, "md"))
+		return al_cli_fail(AL_EXIT_USAGE, "unknown format '%s' (html or md)", format);
+	if ((code = al_cli_operands(argc, 0, 1, "report")))
+		return code;
+	if (output) { /* relative to where the user is, before entering the root */
+		path = absolute(output);
+		if ((code = check_output(path)))
+			goto done;
+	}
+	if ((code = al_cli_enter_repo()))
+		goto done;
+	if ((rc = al_git_open(&git)) < 0) {
+		code = al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
+		goto done;
+	}
+	if ((rc = al_run_view_load(&view, git, optind < argc ? argv[optind] : NULL)) < 0 ||
+	    (rc = al_report_load(&report, git, &view)) < 0) {
+		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
+		goto done;
+	}
+	if (!path) {
+		/* a run read from its branch has no directory here yet */
+		if ((rc = al_mkdirs(view.dir)) < 0) {
+			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
+			goto done;
+		}
+		char *rel = al_xprintf("%s/report.%s", view.dir, format);
+
+		path = absolute(rel);
+		free(rel);
+	}
+	if (!strcmp(format, "md"))
+		al_report_md(&page, &report);
+	else
+		al_report_html(&page, &report);
+	if ((rc = al_write_atomic(path, page.buf, page.len)) < 0) {
+		code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
+		goto done;
+	}
+	printf("%s\n", path);
+done:
+	al_report_release(&report);
+	al_run_view_release(&view);
+	al_git_free(git);
+	al_strbuf_release(&page);
+	free(path);
+	return code;
+}
