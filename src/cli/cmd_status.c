@@ -1,5 +1,6 @@
 #include "ailoop/cli.h"
 #include "ailoop/budget.h"
+#include "ailoop/feedback.h"
 #include "ailoop/flow.h"
 #include "ailoop/git.h"
 #include "ailoop/run.h"
@@ -159,8 +160,42 @@ static void print_budget(const struct budget *b)
 		printf("  hourly limit: the next agent call waits %lld s\n", (long long)wait);
 }
 
+/* The feedback still open (feedback.h), for --json. */
+static json_t *feedback_json(const struct al_feedback_log *log)
+{
+	json_t *open = json_array();
+
+	for (size_t i = 0; i < log->n; i++)
+		if (al_feedback_is_open(log->items[i]))
+			json_array_append(open, log->items[i]);
+	return open;
+}
+
+static void print_feedback(const struct al_feedback_log *log)
+{
+	size_t open = 0;
+
+	for (size_t i = 0; i < log->n; i++) {
+		const json_t *f = log->items[i];
+
+		if (!al_feedback_is_open(f))
+			continue;
+		if (!open++)
+			printf("  feedback:\n");
+		printf("    %s %s -> %s: %s, %s (round %d of %d)\n",
+		       json_string_value(json_object_get(f, "id")),
+		       json_string_value(json_object_get(f, "from")),
+		       json_string_value(json_object_get(f, "to")),
+		       json_string_value(json_object_get(f, "type")),
+		       json_string_value(json_object_get(f, "status")),
+		       (int)json_integer_value(json_object_get(f, "round")), AL_FEEDBACK_MAX_ROUNDS);
+	}
+	if (!open)
+		printf("  feedback:     none open%s\n", log->n ? "" : " (none sent)");
+}
+
 static int print_json(const struct al_run_state *st, const struct nodes *ns, const char *holder,
-		      const char *from, const struct budget *b)
+		      const char *from, const struct budget *b, const struct al_feedback_log *fb)
 {
 	json_t *o = json_object(), *stack = json_array(), *nodes = json_array(), *errs = json_array();
 	char *text;
@@ -201,6 +236,7 @@ static int print_json(const struct al_run_state *st, const struct nodes *ns, con
 	json_object_set_new(o, "locked_by", holder ? json_string(holder) : json_null());
 	json_object_set_new(o, "from_branch", from ? json_string(from) : json_null());
 	json_object_set_new(o, "budget", budget_json(b));
+	json_object_set_new(o, "open_feedback", feedback_json(fb));
 	json_object_set_new(o, "nodes", nodes);
 	json_object_set_new(o, "damaged", errs);
 	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -222,7 +258,7 @@ static void breaker_text(const struct al_breaker *b)
 }
 
 static void print_text(const struct al_run_state *st, const struct nodes *ns, const char *holder,
-		       const char *from, const struct budget *b)
+		       const char *from, const struct budget *b, const struct al_feedback_log *fb)
 {
 	const char *task = st->task, *nl = strchr(task, '\n');
 
@@ -243,6 +279,7 @@ static void print_text(const struct al_run_state *st, const struct nodes *ns, co
 	if (from)
 		printf("  read from:    the last commit of %s (not checked out)\n", from);
 	print_budget(b);
+	print_feedback(fb);
 	printf("\n  %-32s %-8s %-11s %-10s %s\n", "node", "label", "iteration", "phase", "status");
 	for (size_t i = 0; i < ns->n; i++) {
 		const struct al_node_state *s = &ns->v[i];
@@ -271,6 +308,7 @@ int cmd_status(int argc, char **argv)
 	};
 	struct nodes ns = { 0 };
 	struct budget budget;
+	struct al_feedback_log feedback = { 0 };
 	struct al_run_state branch_st = { 0 };
 	const struct al_run_state *st;
 	struct al_run *run = NULL;
@@ -303,6 +341,12 @@ int cmd_status(int argc, char **argv)
 		if (rc == 0)
 			rc = al_run_state_parse(&branch_st, path, text.buf, text.len);
 		if (rc == 0) {
+			char *fb = al_xprintf("%s/%s/%s", AL_RUNS_DIR, found, AL_FEEDBACK_FILE);
+
+			al_strbuf_reset(&text);
+			if (al_git_read(git, rev, fb, &text) == 0)
+				al_feedback_log_parse(&feedback, text.buf, text.len);
+			free(fb);
 			nodes_dir = al_xprintf("%s/%s/nodes", AL_RUNS_DIR, found);
 			collect_git(&ns, git, rev, nodes_dir);
 			free(nodes_dir);
@@ -331,14 +375,16 @@ int cmd_status(int argc, char **argv)
 		nodes_dir = al_xprintf("%s/nodes", run->dir);
 		collect(&ns, nodes_dir);
 		free(nodes_dir);
+		al_feedback_log_read(&feedback, run->dir);
 		st = &run->st;
 	}
 	read_budget(&budget, st, &ns);
 	if (json)
-		print_json(st, &ns, holder, elsewhere, &budget);
+		print_json(st, &ns, holder, elsewhere, &budget, &feedback);
 	else
-		print_text(st, &ns, holder, elsewhere, &budget);
+		print_text(st, &ns, holder, elsewhere, &budget, &feedback);
 done:
+	al_feedback_log_release(&feedback);
 	free(holder);
 	nodes_release(&ns);
 	al_run_state_release(&branch_st);
