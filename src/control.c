@@ -110,7 +110,7 @@ static int run_child(struct al_node_run *nr)
 	char *msg;
 	int rc;
 
-	if ((rc = al_feedback_step(nr)) != 0)
+	if ((rc = al_feedback_step(nr, false)) != 0)
 		return rc < 0 ? rc : 0;
 	if ((size_t)nr->st.child >= nkids(nr))
 		return children_done(nr);
@@ -123,7 +123,7 @@ static int run_child(struct al_node_run *nr)
 	c = kid(nr, (size_t)nr->st.child);
 	rc = al_exec_node(nr->ex, c, nr->task, kids_label(nr), false, nr->deadline, &res);
 	if (rc == AL_EFEEDBACK) { /* feedback from below: this node may be its handler */
-		int took = al_feedback_step(nr);
+		int took = al_feedback_step(nr, true);
 
 		return took < 0 ? took : took ? 0 : rc;
 	}

@@ -344,6 +344,17 @@ static json_t *verified_by(const struct al_feedback_log *log, const char *from)
 	return NULL;
 }
 
+/* Feedback `from` queued in `label` whose action was killed before it ended: it runs again. */
+static json_t *queued_by(const struct al_feedback_log *log, const char *from, const char *label)
+{
+	for (size_t i = 0; i < log->n; i++)
+		if (!strcmp(str(log->items[i], "status"), "queued") &&
+		    !strcmp(str(log->items[i], "from"), from) &&
+		    !strcmp(str(log->items[i], "label"), label))
+			return log->items[i];
+	return NULL;
+}
+
 /* The sender's node fails with `msg`, which the user sees. */
 static void refuse(struct al_node_run *nr, const char **status, char **summary, const char *msg)
 {
@@ -364,7 +375,7 @@ int al_feedback_after_action(struct al_node_run *nr, const struct al_md *md, con
 	struct al_exec *ex = nr->ex;
 	struct al_feedback_log log;
 	const struct al_val *v = md && nr->n->feedback_enabled ? al_md_get(md, "feedback") : NULL;
-	json_t *fb = NULL, *old;
+	json_t *fb = NULL, *old, *again;
 	char *msg;
 	int rc;
 
@@ -373,6 +384,7 @@ int al_feedback_after_action(struct al_node_run *nr, const struct al_md *md, con
 	if ((rc = al_feedback_log_read(&log, ex->run->dir)) < 0)
 		return rc;
 	old = verified_by(&log, nr->n->path);
+	again = queued_by(&log, nr->n->path, nr->st.label);
 	if (v && (al_feedback_parse(v, output, &fb) < 0 ||
 		  al_feedback_route(ex->flow, nr->n, fb) < 0)) {
 		refuse(nr, status, summary, al_errmsg());
@@ -381,6 +393,18 @@ int al_feedback_after_action(struct al_node_run *nr, const struct al_md *md, con
 		if (old)
 			rc = record(ex, old, "failed", "its sender's feedback was invalid");
 		goto out;
+	}
+	if (again && fb && !strcmp(str(fb, "to"), str(again, "to"))) {
+		/* asked again after a kill: the same feedback, as it was queued */
+		json_object_update_existing(again, fb);
+		rc = record(ex, again, "queued", NULL);
+		free(*summary);
+		*summary = al_xprintf("feedback to '%s' (%s)", str(again, "to"), str(again, "type"));
+		goto out;
+	}
+	if (again) { /* asked otherwise after a kill: the first asking is void */
+		if ((rc = record(ex, again, "failed", "its sender ran again and asked otherwise")) < 0)
+			goto out;
 	}
 	if (old && fb && !strcmp(str(fb, "to"), str(old, "to"))) {
 		if (num(old, "round") >= AL_FEEDBACK_MAX_ROUNDS) {
@@ -506,7 +530,7 @@ static bool handled_here(const json_t *f, const struct al_node_run *nr)
 	       !strcmp(str(f, "handler_label"), nr->st.label);
 }
 
-int al_feedback_step(struct al_node_run *nr)
+int al_feedback_step(struct al_node_run *nr, bool caught)
 {
 	struct al_exec *ex = nr->ex;
 	struct al_feedback_log log;
@@ -518,7 +542,7 @@ int al_feedback_step(struct al_node_run *nr)
 
 		if (!handled_here(f, nr))
 			continue;
-		if (!strcmp(s, "queued")) {
+		if (!strcmp(s, "queued") && caught) {
 			/* the nodes between it and the sender left the stack without a word */
 			if ((rc = al_run_enter(ex->run, nr->n->path)) < 0 ||
 			    (rc = record(ex, f, "delivered", NULL)) < 0)

@@ -81,12 +81,13 @@ int al_feedback_after_action(struct al_node_run *nr, const struct al_md *md, con
 /* After the action's commit: AL_EFEEDBACK if it queued feedback, for its handler to take. */
 int al_feedback_pending(struct al_node_run *nr);
 /*
- * A control node, before its next child: delivers the feedback it handles
- * (its children's states go, it goes back to the target) and moves it to
- * processing and verifying. Returns 1 if the node's state changed, 0 if
- * not, or an error.
+ * A control node, before its next child, or `caught` AL_EFEEDBACK from it:
+ * delivers the feedback it handles (queued: only once caught, after the
+ * sender's commit; its children's states go, it goes back to the target)
+ * and moves it to processing and verifying. Returns 1 if the node's state
+ * changed, 0 if not, or an error.
  */
-int al_feedback_step(struct al_node_run *nr);
+int al_feedback_step(struct al_node_run *nr, bool caught);
 /* A control node has ended: the feedback it handles that is still open fails. */
 void al_feedback_abandon(struct al_node_run *nr);
 /* The {feedback-section} of an agent of `node_path`: the feedback it works on. */
