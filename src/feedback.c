@@ -464,16 +464,32 @@ out:
 	return rc;
 }
 
+/* Whether the feedback's handler is on the stack of this process, in its label. */
+static bool handler_runs(const struct al_exec *ex, const json_t *f)
+{
+	for (size_t i = ex->base_frame; i < ex->nframes; i++)
+		if (!strcmp(ex->frames[i].node->path, str(f, "handler")) &&
+		    !strcmp(ex->frames[i].st->label, str(f, "handler_label")))
+			return true;
+	return false;
+}
+
 int al_feedback_pending(struct al_node_run *nr)
 {
 	struct al_feedback_log log;
 	int rc = al_feedback_log_read(&log, nr->ex->run->dir);
 
-	for (size_t i = 0; rc == 0 && i < log.n; i++)
-		if (!strcmp(str(log.items[i], "status"), "queued") &&
-		    !strcmp(str(log.items[i], "from"), nr->n->path) &&
-		    !strcmp(str(log.items[i], "label"), nr->st.label))
+	for (size_t i = 0; rc == 0 && i < log.n; i++) {
+		json_t *f = log.items[i];
+
+		if (strcmp(str(f, "status"), "queued") || strcmp(str(f, "from"), nr->n->path) ||
+		    strcmp(str(f, "label"), nr->st.label))
+			continue;
+		if (handler_runs(nr->ex, f))
 			rc = AL_EFEEDBACK;
+		else /* never so, as routing found the handler above: said, not left open */
+			rc = record(nr->ex, f, "failed", "its handler is not running");
+	}
 	al_feedback_log_release(&log);
 	return rc;
 }
