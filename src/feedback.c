@@ -396,7 +396,7 @@ int al_feedback_after_action(struct al_node_run *nr, const struct al_md *md, con
 	}
 	if (again && fb && !strcmp(str(fb, "to"), str(again, "to"))) {
 		/* asked again after a kill: the same feedback, as it was queued */
-		json_object_update_existing(again, fb);
+		json_object_update(again, fb);
 		rc = record(ex, again, "queued", NULL);
 		free(*summary);
 		*summary = al_xprintf("feedback to '%s' (%s)", str(again, "to"), str(again, "type"));
@@ -417,7 +417,7 @@ int al_feedback_after_action(struct al_node_run *nr, const struct al_md *md, con
 			goto out;
 		}
 		/* another round: the same feedback, queued again with what the sender says now */
-		json_object_update_existing(old, fb);
+		json_object_update(old, fb);
 		json_object_set_new(old, "round", json_integer(num(old, "round") + 1));
 		json_object_set_new(old, "label", json_string(nr->st.label));
 		rc = record(ex, old, "queued", NULL);
