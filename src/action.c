@@ -1,4 +1,5 @@
 #include "ailoop/exec.h"
+#include "ailoop/feedback.h"
 #include "ailoop/invoke.h"
 #include "ailoop/md.h"
 #include "ailoop/memory.h"
@@ -138,8 +139,13 @@ static int act(struct al_node_run *nr)
 	} else {
 		summary = al_strdup("action");
 	}
+	rc = al_feedback_after_action(nr, md.doc ? &md : NULL, out, &status, &summary);
 	al_md_release(&md);
 	free(out);
+	if (rc < 0) {
+		free(summary);
+		return rc;
+	}
 	al_run_event(ex->run, "action", "{s:s, s:s, s:s, s:s}", "node", nr->n->path, "label",
 		     nr->st.label, "status", status, "summary", summary);
 	rc = al_node_finish(nr, status, summary, true, NULL);
@@ -176,5 +182,7 @@ int al_action_run(struct al_exec *ex, const struct al_node *n, const char *task,
 				    nr.state_path, al_phase_names[nr.st.phase]);
 		}
 	}
+	if (rc == 0) /* its feedback goes up to the node that handles it */
+		rc = al_feedback_pending(&nr);
 	return al_node_end(&nr, rc, res);
 }

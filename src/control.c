@@ -1,5 +1,6 @@
 #include "ailoop/breaker.h"
 #include "ailoop/exec.h"
+#include "ailoop/feedback.h"
 #include "ailoop/memory.h"
 #include "ailoop/signals.h"
 #include "ailoop/util.h"
@@ -48,6 +49,7 @@ static const char *kids_label(const struct al_node_run *nr)
 
 static int finish(struct al_node_run *nr, const char *status, const char *message)
 {
+	al_feedback_abandon(nr);
 	/* a loop's last iteration is committed like the others */
 	return al_node_finish(nr, status, message, nr->n->type == AL_NODE_LOOP, NULL);
 }
@@ -108,6 +110,8 @@ static int run_child(struct al_node_run *nr)
 	char *msg;
 	int rc;
 
+	if ((rc = al_feedback_step(nr, false)) != 0)
+		return rc < 0 ? rc : 0;
 	if ((size_t)nr->st.child >= nkids(nr))
 		return children_done(nr);
 	if (al_node_timed_out(nr)) {
@@ -118,6 +122,11 @@ static int run_child(struct al_node_run *nr)
 	}
 	c = kid(nr, (size_t)nr->st.child);
 	rc = al_exec_node(nr->ex, c, nr->task, kids_label(nr), false, nr->deadline, &res);
+	if (rc == AL_EFEEDBACK) { /* feedback from below: this node may be its handler */
+		int took = al_feedback_step(nr, true);
+
+		return took < 0 ? took : took ? 0 : rc;
+	}
 	if (rc < 0)
 		return rc; /* interrupted, or the run failed below */
 	/* the child's own summary is in its result-output.md: one level's worth here */

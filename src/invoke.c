@@ -1,5 +1,6 @@
 #include "ailoop/invoke.h"
 #include "ailoop/budget.h"
+#include "ailoop/feedback.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/md.h"
 #include "ailoop/run.h"
@@ -36,7 +37,7 @@ void al_sensors_section(struct al_strbuf *out, const struct al_node *node, const
 /* The value of placeholder `name`, or NULL to leave "{name}" as written. */
 static const char *placeholder(const struct al_call_ctx *c, const struct al_exec *ex,
 			       const char *name, size_t len, const char *task_file,
-			       const char *memory)
+			       const char *memory, const char *feedback)
 {
 	struct {
 		const char *name;
@@ -53,7 +54,7 @@ static const char *placeholder(const struct al_call_ctx *c, const struct al_exec
 		{ "iteration", c->label },
 		{ "run-id", ex->run->st.run_id },
 		{ "memory-section", memory },
-		{ "feedback-section", "" },
+		{ "feedback-section", feedback },
 	};
 
 	for (size_t i = 0; i < AL_ARRAY_SIZE(table); i++)
@@ -66,12 +67,17 @@ static void render_prompt(struct al_call *call, const struct al_exec *ex, const 
 {
 	const struct al_call_ctx *c = call->ctx;
 	const char *p = c->agent->body, *end = p + c->agent->body_len;
-	struct al_strbuf *out = &call->prompt, memory = AL_STRBUF_INIT;
+	struct al_strbuf *out = &call->prompt, memory = AL_STRBUF_INIT, feedback = AL_STRBUF_INIT;
 	char *abs;
 
 	if (ex->memory && memmem(p, c->agent->body_len, "{memory-section}", 16)) {
 		al_memory_section(ex->memory, &memory);
 		al_strbuf_rtrim(&memory);
+	}
+
+	if (memmem(p, c->agent->body_len, "{feedback-section}", 18)) {
+		al_feedback_section(ex->run, c->node->path, &feedback);
+		al_strbuf_rtrim(&feedback);
 	}
 
 	while (p < end) {
@@ -85,7 +91,7 @@ static void render_prompt(struct al_call *call, const struct al_exec *ex, const 
 		close = memchr(open, '}', (size_t)(end - open));
 		if (close)
 			val = placeholder(c, ex, open + 1, (size_t)(close - open - 1), task_file,
-					  memory.buf);
+					  memory.buf, feedback.buf ? feedback.buf : "");
 		if (val) {
 			al_strbuf_adds(out, val);
 			p = close + 1;
@@ -95,6 +101,7 @@ static void render_prompt(struct al_call *call, const struct al_exec *ex, const 
 		}
 	}
 	al_strbuf_release(&memory);
+	al_strbuf_release(&feedback);
 	al_strbuf_rtrim(out);
 	/*
 	 * The facts an agent needs even when its file names no placeholder,

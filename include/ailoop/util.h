@@ -23,6 +23,7 @@ enum {
 	AL_EAGENT = -9,      /* an agent failed (exit status, no output, …) */
 	AL_EBLOCKED = -10,   /* blocked: a circuit breaker opened or a budget ran out */
 	AL_EMOVED = -11,     /* an agent moved HEAD off the run's branch, or reset it */
+	AL_EFEEDBACK = -12,  /* an action queued feedback: its handler (feedback.h) takes over */
 };
 
 /*

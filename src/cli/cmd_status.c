@@ -1,5 +1,6 @@
 #include "ailoop/cli.h"
 #include "ailoop/budget.h"
+#include "ailoop/feedback.h"
 #include "ailoop/flow.h"
 #include "ailoop/git.h"
 #include "ailoop/run.h"
@@ -75,8 +76,62 @@ static void print_budget(const struct budget *b)
 		printf("  hourly limit: the next agent call waits %lld s\n", (long long)wait);
 }
 
+/* The feedback still open (feedback.h), for --json. */
+static json_t *feedback_json(const struct al_feedback_log *log)
+{
+	json_t *open = json_array();
+
+	for (size_t i = 0; i < log->n; i++)
+		if (al_feedback_is_open(log->items[i]))
+			json_array_append(open, log->items[i]);
+	return open;
+}
+
+static void print_feedback(const struct al_feedback_log *log)
+{
+	size_t open = 0;
+
+	for (size_t i = 0; i < log->n; i++) {
+		const json_t *f = log->items[i];
+
+		if (!al_feedback_is_open(f))
+			continue;
+		if (!open++)
+			printf("  feedback:\n");
+		printf("    %s %s -> %s: %s, %s (round %d of %d)\n",
+		       json_string_value(json_object_get(f, "id")),
+		       json_string_value(json_object_get(f, "from")),
+		       json_string_value(json_object_get(f, "to")),
+		       json_string_value(json_object_get(f, "type")),
+		       json_string_value(json_object_get(f, "status")),
+		       (int)json_integer_value(json_object_get(f, "round")), AL_FEEDBACK_MAX_ROUNDS);
+	}
+	if (!open)
+		printf("  feedback:     none open%s\n", log->n ? "" : " (none sent)");
+}
+
+/* The run's feedback.jsonl: from its branch when that is not checked out. */
+static void read_feedback(struct al_feedback_log *log, const struct al_run_view *v,
+			  struct al_git *git)
+{
+	struct al_strbuf text = AL_STRBUF_INIT;
+	char *rev, *path;
+
+	if (!v->from) {
+		al_feedback_log_read(log, v->dir);
+		return;
+	}
+	rev = al_xprintf("refs/heads/%s", v->from);
+	path = al_xprintf("%s/%s", v->dir, AL_FEEDBACK_FILE);
+	if (git && al_git_read(git, rev, path, &text) == 0)
+		al_feedback_log_parse(log, text.buf, text.len);
+	al_strbuf_release(&text);
+	free(path);
+	free(rev);
+}
+
 static int print_json(const struct al_run_state *st, const struct al_run_nodes *ns, const char *holder,
-		      const char *from, const struct budget *b)
+		      const char *from, const struct budget *b, const struct al_feedback_log *fb)
 {
 	json_t *o = json_object(), *stack = json_array(), *nodes = json_array(), *errs = json_array();
 	char *text;
@@ -117,6 +172,7 @@ static int print_json(const struct al_run_state *st, const struct al_run_nodes *
 	json_object_set_new(o, "locked_by", holder ? json_string(holder) : json_null());
 	json_object_set_new(o, "from_branch", from ? json_string(from) : json_null());
 	json_object_set_new(o, "budget", budget_json(b));
+	json_object_set_new(o, "open_feedback", feedback_json(fb));
 	json_object_set_new(o, "nodes", nodes);
 	json_object_set_new(o, "damaged", errs);
 	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -138,7 +194,7 @@ static void breaker_text(const struct al_breaker *b)
 }
 
 static void print_text(const struct al_run_state *st, const struct al_run_nodes *ns, const char *holder,
-		       const char *from, const struct budget *b)
+		       const char *from, const struct budget *b, const struct al_feedback_log *fb)
 {
 	const char *task = st->task, *nl = strchr(task, '\n');
 
@@ -159,6 +215,7 @@ static void print_text(const struct al_run_state *st, const struct al_run_nodes 
 	if (from)
 		printf("  read from:    the last commit of %s (not checked out)\n", from);
 	print_budget(b);
+	print_feedback(fb);
 	printf("\n  %-32s %-8s %-11s %-10s %s\n", "node", "label", "iteration", "phase", "status");
 	for (size_t i = 0; i < ns->n; i++) {
 		const struct al_node_state *s = &ns->v[i];
@@ -187,6 +244,7 @@ int cmd_status(int argc, char **argv)
 	};
 	struct al_run_view view;
 	struct budget budget;
+	struct al_feedback_log feedback = { 0 };
 	struct al_git *git = NULL;
 	bool json = false;
 	int c, rc, code = 0;
@@ -205,11 +263,15 @@ int cmd_status(int argc, char **argv)
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 	} else {
 		read_budget(&budget, &view.st, &view.nodes);
+		read_feedback(&feedback, &view, git);
 		if (json)
-			print_json(&view.st, &view.nodes, view.holder, view.from, &budget);
+			print_json(&view.st, &view.nodes, view.holder, view.from, &budget,
+				   &feedback);
 		else
-			print_text(&view.st, &view.nodes, view.holder, view.from, &budget);
+			print_text(&view.st, &view.nodes, view.holder, view.from, &budget,
+				   &feedback);
 	}
+	al_feedback_log_release(&feedback);
 	al_run_view_release(&view);
 	al_git_free(git);
 	return code;
