@@ -235,7 +235,8 @@ row "parallel node, 8 children x 1 s (ms)" "~1000" "$(ms $((t1 - t0)))" "$(ms $(
 
 if [ "$mode" = full ] || [ -n "${BENCH_CONDITIONS:-}" ]; then
 	build_conditions
-	cond=$("$BENCH_CONDITIONS" 10000 | sed -n 's/.* in \([0-9.]*\) ms.*/\1/p' | head -1)
+	# (it exits 1 over its budget: the table shows the figure all the same)
+	cond=$({ "$BENCH_CONDITIONS" 10000 || true; } | sed -n 's/.* in \([0-9.]*\) ms.*/\1/p' | head -1)
 	row "conditions, 10,000 evaluations (ms)" "< 50" "${cond:--}" -
 else
 	row "conditions, 10,000 evaluations (ms)" "< 50" "(full mode)" -
