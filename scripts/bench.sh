@@ -387,17 +387,18 @@ row "log, all $L iterations (ms)" "streams" "$(ms "$whole")" "$(ms "$shell_whole
 
 # --- large flows ---------------------------------------------------------------
 
-mkdir -p "$tmp/flows/.ai-loop/agents"
+mkdir -p "$tmp/flows"
 cd "$tmp/flows"
-printf -- '---\nname: worker\n---\nDo {task}.\n' >.ai-loop/agents/worker.md
-printf -- '---\nname: checker\n---\nCheck {task}.\n' >.ai-loop/agents/checker.md
+# short names: 20,000 nodes stay under the flow file's limit of 1 MiB
+printf -- '---\nname: worker\n---\nDo {task}.\n' >w.md
+printf -- '---\nname: checker\n---\nCheck {task}.\n' >c.md
 # flow NODES: a root sequence of NODES/4 groups of four nodes (a conditional
 # with a regular expression, an action, a sequence and its action): NODES + 1 nodes
 flow() {
 	awk -v groups=$(($1 / 4)) 'BEGIN {
 		print "version: 1\nflow:\n  id: root\n  type: sequence\n  children:"
 		for (i = 1; i <= groups; i++)
-			printf "  - {id: c%d, type: conditional, condition: {key: k%d, operator: matches_regex, value: \"^v%d$\"}, then: {id: t, agent: .ai-loop/agents/worker.md}, else: {id: e, type: sequence, children: [{id: s, agent: .ai-loop/agents/checker.md}]}}\n", i, i, i
+			printf "  - {id: c%d, type: conditional, condition: {key: k%d, operator: matches_regex, value: \"^v%d$\"}, then: {id: t, agent: w.md}, else: {id: e, type: sequence, children: [{id: s, agent: c.md}]}}\n", i, i, i
 	}'
 }
 declare -A parse
