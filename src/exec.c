@@ -127,6 +127,11 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 	if (rc == 0) {
 		ex->commits++;
 		ex->run_committed = true;
+		if (first && !ex->run->forked) { /* where `ailoop log` starts, without a walk */
+			free(ex->run->st.start_commit);
+			ex->run->st.start_commit = al_strdup(oid);
+			al_run_save(ex->run);
+		}
 		al_progress_note(ex->progress, "ailoop: [%s] %s: %s%s%s", f->label, f->node_path,
 				 f->summary, f->sensors && *f->sensors ? " | " : "",
 				 f->sensors ? f->sensors : "");

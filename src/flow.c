@@ -221,7 +221,17 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 /* A value's tree, kinds and text, with the lengths that keep it unambiguous. */
 static void serialize(struct al_strbuf *out, const struct al_val *v)
 {
-	al_strbuf_addf(out, "%d:%zu:", (int)v->kind, v->kind == AL_VAL_SCALAR ? v->len : v->n);
+	size_t n = v->kind == AL_VAL_SCALAR ? v->len : v->n;
+	char num[24], *p = num + sizeof(num);
+
+	/* "<kind>:<n>:" as al_strbuf_addf() would write it, without its cost per value */
+	*--p = ':';
+	do
+		*--p = (char)('0' + n % 10);
+	while (n /= 10);
+	*--p = ':';
+	*--p = (char)('0' + (int)v->kind);
+	al_strbuf_add(out, p, (size_t)(num + sizeof(num) - p));
 	if (v->kind == AL_VAL_SCALAR)
 		al_strbuf_add(out, v->str, v->len);
 	else
@@ -232,12 +242,15 @@ static void serialize(struct al_strbuf *out, const struct al_val *v)
 /*
  * What `ailoop resume` compares to let a run go on after its limits were
  * raised: the flow's tree without `limits:` (comments and layout aside).
+ * Worked out when first asked for: `ailoop validate` never needs it.
  */
-static void sha256_except_limits(struct al_flow *f)
+const char *al_flow_sha256_except_limits(struct al_flow *f)
 {
 	const struct al_val *root = f->doc ? f->doc->root : NULL;
 	struct al_strbuf sb = AL_STRBUF_INIT;
 
+	if (f->sha256_except_limits[0])
+		return f->sha256_except_limits;
 	for (size_t i = 0; root && root->kind == AL_VAL_MAP && i < root->n; i++)
 		if (strcmp(AL_VAL_KEY(root, i)->str, "limits")) {
 			serialize(&sb, AL_VAL_KEY(root, i));
@@ -245,6 +258,7 @@ static void sha256_except_limits(struct al_flow *f)
 		}
 	al_sha256_hex(sb.buf ? sb.buf : "", sb.len, f->sha256_except_limits);
 	al_strbuf_release(&sb);
+	return f->sha256_except_limits;
 }
 
 static const char *const top_keys[] = {
@@ -479,7 +493,6 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 	check_runners(&l);
 	if (!f->rate_limit_re)
 		f->rate_limit_re = al_rate_limit_default();
-	sha256_except_limits(f);
 	/* agent files report their problems (and their absence) straight to d */
 	err = l.c.errors || d->n > reported ? AL_EINVALID : 0;
 done:

@@ -269,6 +269,7 @@ static int run_state_from(struct al_run_state *st, struct al_md *md, const char 
 	st->flow_sha256_except_limits = dup_or_null(al_md_str(md, "flow-sha256-except-limits"));
 	st->started_at = dup_or_null(al_md_str(md, "started-at"));
 	st->updated_at = dup_or_null(al_md_str(md, "updated-at"));
+	st->start_commit = dup_or_null(al_md_str(md, "start-commit"));
 	stack = al_md_get(md, "execution-stack");
 	if (stack && stack->kind == AL_VAL_SEQ) {
 		st->stack = al_calloc(stack->n + 1, sizeof(*st->stack));
@@ -324,6 +325,7 @@ int al_run_state_write(struct al_run_state *st, const char *path)
 	al_fm_str(fm, "flow-sha256-except-limits", st->flow_sha256_except_limits);
 	al_fm_str(fm, "started-at", st->started_at);
 	al_fm_str(fm, "updated-at", st->updated_at);
+	al_fm_str(fm, "start-commit", st->start_commit);
 	al_fm_finish(fm, &sb);
 	al_strbuf_addf(&sb, "\n# Run %s\n\nResume an interrupted run with `ailoop resume %s`.\n",
 		       st->run_id, st->run_id);
@@ -348,6 +350,7 @@ void al_run_state_release(struct al_run_state *st)
 	free(st->flow_sha256_except_limits);
 	free(st->started_at);
 	free(st->updated_at);
+	free(st->start_commit);
 	memset(st, 0, sizeof(*st));
 }
 

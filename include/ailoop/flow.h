@@ -148,7 +148,7 @@ struct al_flow {
 	int max_agent_calls_per_hour;
 	pcre2_code *rate_limit_re; /* an agent's failure that is a rate limit */
 	int rate_limit_backoff_seconds;
-	/* the SHA-256 of the flow's tree without its `limits:` (resume may raise them) */
+	/* al_flow_sha256_except_limits(), once asked for ("" until then) */
 	char sha256_except_limits[65];
 
 	struct al_runners runners;
@@ -170,6 +170,9 @@ struct al_flow {
  * Free with al_flow_free(); `diags` must outlive the flow.
  */
 int al_flow_load(struct al_flow **out, const char *file, struct al_diags *diags);
+
+/* The SHA-256 of the flow's tree without its `limits:` (resume may raise them). */
+const char *al_flow_sha256_except_limits(struct al_flow *f);
 void al_flow_free(struct al_flow *flow);
 
 /*

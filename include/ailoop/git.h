@@ -87,6 +87,8 @@ int al_git_code_id(struct al_git *g, char hex[65]);
 
 /* The full message of a revision ("HEAD", a branch, an id). Caller frees. */
 int al_git_message(struct al_git *g, const char *rev, char **message);
+/* The same, and the commit's time (seconds since the epoch). */
+int al_git_message_time(struct al_git *g, const char *rev, char **message, int64_t *time);
 
 /*
  * Calls `fn` for each commit reachable from `rev`, newest first, until it

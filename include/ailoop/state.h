@@ -85,6 +85,7 @@ struct al_run_state {
 	char *flow_sha256_except_limits; /* al_flow.sha256_except_limits */
 	char *started_at;
 	char *updated_at;
+	char *start_commit; /* the run's first commit, once made: where `ailoop log` starts */
 };
 
 int al_run_state_read(struct al_run_state *st, const char *path);

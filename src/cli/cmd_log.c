@@ -15,48 +15,51 @@ static bool in_subtree(const char *path, const char *node)
 	return !node[0] || (!strncmp(path, node, n) && (path[n] == '\0' || path[n] == '/'));
 }
 
-static void print_json(const struct al_iteration *its, size_t n, const char *node)
+/* How the iterations are printed, one at a time as they are read. */
+struct printer {
+	const char *node;
+	bool json, oneline;
+	size_t printed; /* of the JSON array */
+};
+
+static void print_json(struct printer *p, const struct al_iteration *it)
 {
-	json_t *arr = json_array();
+	json_t *sensors = json_array(), *o;
 	char *text;
 
-	for (size_t i = 0; i < n; i++) {
-		const struct al_iteration *it = &its[i];
-		json_t *sensors = json_array();
-
-		if (!in_subtree(it->node_path, node))
-			continue;
-		for (size_t k = 0; k < it->nsensors; k++)
-			json_array_append_new(sensors, json_pack("{s:s, s:s, s:s?}", "name",
-								 it->sensors[k].name, "status",
-								 it->sensors[k].status, "detail",
-								 it->sensors[k].detail));
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:i, s:s, s:b, s:s, s:s?, s:o, s:I}",
-						     "commit", it->oid, "label", it->label,
-						     "node_path", it->node_path, "level", it->level,
-						     "status", it->status, "target_met", it->target_met,
-						     "summary", it->summary, "action", it->action,
-						     "sensors", sensors, "time", (json_int_t)it->time));
+	for (size_t k = 0; k < it->nsensors; k++)
+		json_array_append_new(sensors, json_pack("{s:s, s:s, s:s?}", "name",
+							 it->sensors[k].name, "status",
+							 it->sensors[k].status, "detail",
+							 it->sensors[k].detail));
+	o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:b, s:s, s:s?, s:o, s:I}", "commit", it->oid,
+		      "label", it->label, "node_path", it->node_path, "level", it->level,
+		      "status", it->status, "target_met", it->target_met, "summary", it->summary,
+		      "action", it->action, "sensors", sensors, "time", (json_int_t)it->time);
+	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	/* an element of the array json_dumps() would print: one level further in */
+	fputs(p->printed ? ",\n  " : "[\n  ", stdout);
+	for (const char *c = text; *c; c++) {
+		putchar(*c);
+		if (*c == '\n')
+			fputs("  ", stdout);
 	}
-	text = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	printf("%s\n", text);
 	free(text);
-	json_decref(arr);
+	json_decref(o);
 }
 
-static void print_text(const struct al_iteration *its, size_t n, const char *node, bool oneline)
+static void print_one(struct printer *p, const struct al_iteration *it)
 {
-	for (size_t i = 0; i < n; i++) {
-		const struct al_iteration *it = &its[i];
-		int indent = it->level * 2;
+	int indent = it->level * 2;
 
-		if (!in_subtree(it->node_path, node))
-			continue;
-		if (oneline) {
-			printf("%.9s %*s%-*s %s — %s\n", it->oid, indent, "", 10 - indent > 0 ? 10 - indent : 1,
-			       it->label, it->node_path, it->summary);
-			continue;
-		}
+	if (!in_subtree(it->node_path, p->node))
+		return;
+	if (p->json) {
+		print_json(p, it);
+	} else if (p->oneline) {
+		printf("%.9s %*s%-*s %s — %s\n", it->oid, indent, "", 10 - indent > 0 ? 10 - indent : 1,
+		       it->label, it->node_path, it->summary);
+	} else {
 		printf("%*s%s  %s  [%s]%s\n", indent, "", it->label, it->node_path, it->status,
 		       it->target_met ? " target met" : "");
 		printf("%*s  %s\n", indent, "", it->summary);
@@ -67,6 +70,116 @@ static void print_text(const struct al_iteration *its, size_t n, const char *nod
 			       it->sensors[k].detail ? ")" : "");
 		printf("%*s  commit %.12s\n\n", indent, "", it->oid);
 	}
+	p->printed++;
+}
+
+static void print_end(const struct printer *p)
+{
+	if (p->json)
+		fputs(p->printed ? "\n]\n" : "[]\n", stdout);
+}
+
+/*
+ * The first commit of the run that ends at `rev`, as its run-state.md there
+ * records it (start-commit): found without a walk of the history. False if
+ * it is not recorded (older versions; a run killed before its second
+ * commit) or not the run's first commit (history rewritten).
+ */
+static bool find_start(struct al_git *git, const char *rev, struct al_iteration *start)
+{
+	struct al_iteration tip;
+	struct al_strbuf text = AL_STRBUF_INIT;
+	struct al_run_state st = { 0 };
+	char *msg = NULL, *path = NULL;
+	int64_t time = 0;
+	bool found = false;
+
+	if (al_git_is_shallow(git) || al_git_message(git, rev, &msg) < 0)
+		goto done;
+	if (!al_iteration_parse(&tip, msg))
+		goto done;
+	if (tip.run_id) {
+		path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, tip.run_id);
+		if (al_git_read(git, rev, path, &text) == 0 &&
+		    al_run_state_parse(&st, path, text.buf, text.len) == 0 && st.start_commit &&
+		    strlen(st.start_commit) == AL_OID_HEX - 1) {
+			free(msg);
+			msg = NULL;
+			if (al_git_message_time(git, st.start_commit, &msg, &time) == 0 &&
+			    al_iteration_parse(start, msg)) {
+				found = start->run_start && start->run_id &&
+					!strcmp(start->run_id, tip.run_id);
+				if (found) {
+					memcpy(start->oid, st.start_commit, AL_OID_HEX);
+					start->time = time;
+				} else {
+					al_iteration_release(start);
+				}
+			}
+		}
+	}
+	al_iteration_release(&tip);
+done:
+	al_run_state_release(&st);
+	al_strbuf_release(&text);
+	free(path);
+	free(msg);
+	return found;
+}
+
+struct commit_ref {
+	char oid[AL_OID_HEX];
+	int64_t time;
+};
+
+struct commit_refs {
+	struct commit_ref *v;
+	size_t n, alloc;
+};
+
+static int add_ref(const char *oid, const char *message, int64_t time, void *data)
+{
+	struct commit_refs *refs = data;
+
+	(void)message;
+	AL_GROW(refs->v, refs->n, refs->alloc);
+	memcpy(refs->v[refs->n].oid, oid, AL_OID_HEX);
+	refs->v[refs->n++].time = time;
+	return 0;
+}
+
+/*
+ * Prints the run from its first commit `start` on: that commit at once,
+ * then the commits after it, oldest first, each read as it is printed.
+ */
+static int stream(struct al_git *git, const char *rev, struct printer *p,
+		  const struct al_iteration *start)
+{
+	struct commit_refs refs = { NULL, 0, 0 };
+	int rc;
+
+	print_one(p, start);
+	fflush(stdout);
+	rc = al_git_walk(git, rev, start->oid, add_ref, &refs);
+	for (size_t i = refs.n; rc == 0 && i-- > 0;) {
+		struct al_iteration it;
+		char *msg = NULL;
+
+		if (al_git_message(git, refs.v[i].oid, &msg) < 0) {
+			rc = -1;
+		} else if (al_iteration_parse(&it, msg)) {
+			/* another run's commits, merged in, are not this run's */
+			if (it.run_id && !strcmp(it.run_id, start->run_id)) {
+				memcpy(it.oid, refs.v[i].oid, AL_OID_HEX);
+				it.time = refs.v[i].time;
+				print_one(p, &it);
+			}
+			al_iteration_release(&it);
+		}
+		free(msg);
+	}
+	free(refs.v);
+	return rc;
 }
 
 int cmd_log(int argc, char **argv)
@@ -85,6 +198,8 @@ int cmd_log(int argc, char **argv)
 	struct al_git *git = NULL;
 	struct al_run *run = NULL;
 	char *rev = NULL, *found = NULL, *elsewhere = NULL;
+	struct al_iteration start = { 0 };
+	struct printer p = { "", false, false, 0 };
 	size_t n = 0;
 	int c, rc, code = 0;
 
@@ -97,6 +212,9 @@ int cmd_log(int argc, char **argv)
 		case 'o': oneline = true; break;
 		}
 	}
+	p.node = node;
+	p.json = json;
+	p.oneline = oneline;
 	if ((code = al_cli_operands(argc, 0, branch ? 0 : 1, "log")) ||
 	    (code = al_cli_enter_repo()))
 		return code;
@@ -122,6 +240,12 @@ int cmd_log(int argc, char **argv)
 		}
 	}
 	rev = branch ? al_xprintf("refs/heads/%s", branch) : al_strdup("HEAD");
+	if (find_start(git, rev, &start)) {
+		if ((rc = stream(git, rev, &p, &start)) < 0)
+			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
+		print_end(&p);
+		goto done;
+	}
 	if ((rc = al_history_load(git, rev, &its, &n)) < 0) {
 		code = al_cli_fail(rc == AL_ENOTFOUND ? AL_EXIT_NOINPUT : AL_EXIT_SOFTWARE, "%s",
 				   al_errmsg());
@@ -138,11 +262,11 @@ int cmd_log(int argc, char **argv)
 				found, elsewhere, found);
 		goto done;
 	}
-	if (json)
-		print_json(its, n, node);
-	else
-		print_text(its, n, node, oneline);
+	for (size_t i = 0; i < n; i++)
+		print_one(&p, &its[i]);
+	print_end(&p);
 done:
+	al_iteration_release(&start);
 	al_history_free(its, n);
 	al_run_free(run);
 	al_git_free(git);

@@ -267,7 +267,7 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 	if (run->st.flow_sha256 && strcmp(sha, run->st.flow_sha256)) {
 		bool limits_only = run->st.flow_sha256_except_limits &&
 				   !strcmp(run->st.flow_sha256_except_limits,
-					   flow->sha256_except_limits);
+					   al_flow_sha256_except_limits(flow));
 
 		if (limits_only) {
 			fprintf(stderr, "ailoop: %s changed since run %s started in its limits "

@@ -331,7 +331,7 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	init.task = task;
 	init.flow = flow->file;
 	init.flow_sha256 = sha;
-	init.flow_sha256_except_limits = flow->sha256_except_limits;
+	init.flow_sha256_except_limits = (char *)al_flow_sha256_except_limits(flow);
 	init.branch = branch;
 	init.base_branch = base;
 	al_signals_install(); /* from here on a signal pauses the run, whenever it comes */

@@ -1181,16 +1181,24 @@ Test(flow, budget_limits)
 	cr_assert_eq(flow->max_wall_seconds, 3600);
 	cr_assert_eq(flow->rate_limit_backoff_seconds, 5);
 	cr_assert_not_null(flow->rate_limit_re);
-	memcpy(sha, flow->sha256_except_limits, sizeof(sha));
+	memcpy(sha, al_flow_sha256_except_limits(flow), sizeof(sha));
 
 	/* limits changed, and comments and layout: the same flow for resume */
 	load_ok("# raised\nlimits: {max_agent_calls: 80}\nflow:\n  id: a\n  skill: x\n");
-	cr_assert_str_eq(flow->sha256_except_limits, sha);
+	cr_assert_str_eq(al_flow_sha256_except_limits(flow), sha);
 	cr_assert_eq(flow->max_wall_seconds, 0);
 	cr_assert_eq(flow->rate_limit_backoff_seconds, AL_RATE_LIMIT_BACKOFF_DEFAULT);
 	cr_assert_not_null(flow->rate_limit_re, "the default pattern");
 	load_ok("flow: {id: a, skill: y}\n");
-	cr_assert_str_neq(flow->sha256_except_limits, sha);
+	cr_assert_str_neq(al_flow_sha256_except_limits(flow), sha);
+}
+
+/* the hash runs recorded before stays the same: "<kind>:<length>:" before each value */
+Test(flow, hash_except_limits_is_stable)
+{
+	load_ok("flow: {id: a, skill: x}\nversion: 1\nlimits: {max_agent_calls: 3}\n");
+	cr_assert_str_eq(al_flow_sha256_except_limits(flow),
+			 "b357bfc517d28b38bf14f32dfa42832ba811e41aa709b2fdb9639fbd4d3670d3");
 }
 
 Test(flow, budget_limit_mistakes)
