@@ -702,7 +702,7 @@ static int stage_all(struct al_git *g, git_index *index, const char *own_dir)
 
 	for (int attempt = 0; attempt < 6 && rc < 0; attempt++) {
 		if (attempt)
-			usleep(10000u << attempt); /* 20 ms, doubling: 1.2 s in all */
+			usleep(10000u << attempt); /* 20 ms, doubling: 0.62 s in all */
 		rc = git_index_read(index, attempt > 0);
 		if (rc == 0)
 			rc = stage_changes(g, index, own_dir, &staged);
