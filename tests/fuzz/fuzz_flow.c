@@ -51,8 +51,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		al_graph_write(flow, AL_GRAPH_DOT, &sb);
 		al_strbuf_release(&sb);
 		for (size_t i = 0; i < flow->runners.n; i++) {
-			struct al_runner_vars vars = { "model", "Read,Write", NULL, "the prompt",
-						       "prompt.md" };
+			struct al_runner_vars vars = { .model = "model", .tools = "Read,Write",
+						       .commands = true, .prompt = "the prompt",
+						       .prompt_file = "prompt.md" };
 
 			al_argv_free(al_runner_argv(&flow->runners.v[i], &vars));
 		}
