@@ -777,24 +777,6 @@ done:
 	return rc;
 }
 
-int al_git_message(struct al_git *g, const char *rev, char **message)
-{
-	git_object *obj = NULL;
-	git_commit *commit = NULL;
-	int rc = 0;
-
-	*message = NULL;
-	if (git_revparse_single(&obj, g->repo, rev) < 0)
-		return al_err(AL_ENOTFOUND, "no revision '%s'", rev);
-	if (git_object_peel((git_object **)&commit, obj, GIT_OBJECT_COMMIT) < 0)
-		rc = fail("not a commit");
-	else
-		*message = al_strdup(git_commit_message(commit));
-	git_commit_free(commit);
-	git_object_free(obj);
-	return rc;
-}
-
 int al_git_message_time(struct al_git *g, const char *rev, char **message, int64_t *time)
 {
 	git_object *obj = NULL;
@@ -813,6 +795,13 @@ int al_git_message_time(struct al_git *g, const char *rev, char **message, int64
 	git_commit_free(commit);
 	git_object_free(obj);
 	return rc;
+}
+
+int al_git_message(struct al_git *g, const char *rev, char **message)
+{
+	int64_t time;
+
+	return al_git_message_time(g, rev, message, &time);
 }
 
 /*
