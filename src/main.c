@@ -96,7 +96,8 @@ const struct al_command al_commands[] = {
 	  "the nodes' states and events.jsonl, and prints where it wrote it (by default\n"
 	  ".ai-loop/runs/RUN-ID/report.html, or report.md). The HTML page needs nothing\n"
 	  "else: styles and SVG charts inline, no script, no link. --format md writes the\n"
-	  "same content as Markdown tables, without charts, for a pull request.\n" },
+	  "same content as Markdown tables, without charts, for a pull request.\n"
+	  "-o, --output FILE writes it to FILE instead.\n" },
 	{ "memory", cmd_memory, "get KEY | set KEY VALUE [--json] | list [--json]",
 	  "read and write the working memory of the run (for agents)",
 	  "Agents share facts through the run's working memory (memory.jsonl in the run's\n"

@@ -60,6 +60,9 @@ expect_not_in "$md" "<svg" "Markdown: no pictures"
 expect_eq "$(cat "$TEST_TMP/o")" "0 $demo/.ai-loop/../mine.html" "-o is relative to the current directory"
 [ -s "$demo/mine.html" ] && pass || fail "-o writes there"
 rm -f "$demo/mine.html"
+run "$AILOOP" report --output "$TEST_TMP/long.md" --format md
+expect_rc 0 "--output is -o's long form"
+grep -q "^## Iterations" "$TEST_TMP/long.md" && pass || fail "--output writes the page there"
 
 run "$AILOOP" report -o "$TEST_TMP/missing/page.html"
 expect_rc 66 "-o in a directory that does not exist"
