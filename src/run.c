@@ -37,16 +37,54 @@ static char *dup_or_null(const char *s)
 	return s ? al_strdup(s) : NULL;
 }
 
-/* Keeps the files ailoop never commits out of `git status` too. */
+/* Whether `text` has `line` as one of its lines. */
+static bool has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, line, n) && (p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
+/*
+ * Keeps the files ailoop never commits out of `git status` too. A
+ * .gitignore an older ailoop wrote lacks the newer entries: they are
+ * added, and whatever else the user put there stays.
+ */
 static int ignore_unrecorded(void)
 {
-	static const char text[] =
-		"# ailoop: files of runs that stay out of history\n"
-		"lock\n*.lock\nevents.jsonl\n" AL_MEMORY_FILE "\n" AL_COND_CACHE_FILE "\nlogs/\n"
-		"report.html\nreport.md\n";
+	static const char *const entries[] = {
+		"lock", "*.lock", "events.jsonl", AL_MEMORY_FILE, AL_COND_CACHE_FILE, "logs/",
+		"report.html", "report.md",
+	};
 	const char *path = AL_RUNS_DIR "/.gitignore";
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	size_t old;
+	int rc = 0;
 
-	return al_file_exists(path) ? 0 : al_write_atomic(path, text, sizeof(text) - 1);
+	if (al_strbuf_read_file(&sb, path, 0) < 0) {
+		if (errno != ENOENT) {
+			rc = al_err(AL_ERROR, "cannot read '%s': %s", path,
+				    al_strbuf_read_strerror(errno));
+			goto done;
+		}
+		al_strbuf_adds(&sb, "# ailoop: files of runs that stay out of history\n");
+	}
+	old = sb.len;
+	for (size_t i = 0; i < sizeof(entries) / sizeof(*entries); i++) {
+		if (has_line(sb.buf, entries[i]))
+			continue;
+		if (sb.len && sb.buf[sb.len - 1] != '\n')
+			al_strbuf_addch(&sb, '\n');
+		al_strbuf_addf(&sb, "%s\n", entries[i]);
+	}
+	if (sb.len != old || !al_file_exists(path))
+		rc = al_write_atomic(path, sb.buf, sb.len);
+done:
+	al_strbuf_release(&sb);
+	return rc;
 }
 
 /* One past today's highest run number, counting runs that died unborn. */
@@ -241,6 +279,7 @@ int al_run_lock(struct al_run *run)
 		goto done;
 	}
 	run->lock_fd = fd;
+	rc = ignore_unrecorded(); /* again for a resume: the run may be older */
 done:
 	al_strbuf_release(&path);
 	al_strbuf_release(&me);
