@@ -77,7 +77,7 @@ slurm_start() {
 	case "$(uname -s)" in Linux) ;; *) slurm_skip "not Linux" ;; esac
 	slurm_install
 	slurm_munge
-	SLURM_DIR="$TEST_TMP/slurm"
+	SLURM_DIR="$TEST_TMP/slurm-cluster"
 	mkdir -p "$SLURM_DIR/state" "$SLURM_DIR/spool"
 	host=$(hostname -s)
 	mem=$(awk '/^MemTotal:/ { print int($2 / 1024 / 2) }' /proc/meminfo)
