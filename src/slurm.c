@@ -266,9 +266,13 @@ done:
 
 bool al_slurm_failed(const struct al_proc_result *r, char *why, size_t size)
 {
-	/* what srun and slurmstepd say when Slurm, not the program, ended it */
+	/*
+	 * What slurmstepd ("slurmstepd-<host>: error: *** STEP 1.0 ON host
+	 * CANCELLED AT …", or "DUE TO NODE FAILURE", "DUE TO PREEMPTION") and
+	 * srun say when Slurm, not the program, ended it; the first found names it.
+	 */
 	static const char *const marks[] = {
-		"slurmstepd: error: *** STEP", "slurmstepd: error: *** JOB",
+		"error: *** STEP ", "error: *** JOB ",
 		"srun: error: Unable to allocate resources", "srun: error: Unable to create step",
 		"srun: error: Node failure", "srun: Job step aborted", "srun: error: task launch failed",
 		"srun: error: Application launch failed", "srun: error: Task launch for",
@@ -283,7 +287,11 @@ bool al_slurm_failed(const struct al_proc_result *r, char *why, size_t size)
 
 		if (at) {
 			const char *nl = strchr(at, '\n');
-			int len = nl ? (int)(nl - at) : (int)strlen(at);
+			int len;
+
+			if (!strncmp(at, "error: ***", 10))
+				at += 7;
+			len = nl ? (int)(nl - at) : (int)strlen(at);
 
 			snprintf(why, size, "%.*s", len, at);
 			return true;
