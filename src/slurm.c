@@ -39,7 +39,7 @@ static bool plain_name(const char *s)
 	return true;
 }
 
-/* Slurm's time formats: minutes, m:s, h:m:s, d-h, d-h:m, d-h:m:s; or "infinite"? not here. */
+/* Slurm's time formats: minutes, m:s, h:m:s, d-h, d-h:m, d-h:m:s. */
 static bool slurm_time(const char *s)
 {
 	int colons = 0, dash = 0;
@@ -75,6 +75,16 @@ static bool slurm_size(const char *s)
 	return !*p || (strchr("KMGT", *p) && !p[1]);
 }
 
+/* A scalar quoted, anything else described, for messages. */
+static const char *shown(const struct al_val *v, char *buf, size_t size)
+{
+	if (v->kind == AL_VAL_SCALAR && !al_val_is_null(v)) {
+		snprintf(buf, size, "'%.80s'", v->str);
+		return buf;
+	}
+	return al_val_describe(v);
+}
+
 void al_slurm_read(struct al_check *c, const struct al_val *v, struct al_slurm *s)
 {
 	static const char *const keys[] = { "partition", "time", "cpus_per_task", "mem_per_cpu",
@@ -85,6 +95,7 @@ void al_slurm_read(struct al_check *c, const struct al_val *v, struct al_slurm *
 	for (size_t i = 0; i < v->n; i++) {
 		const struct al_val *k = AL_VAL_KEY(v, i), *val = AL_VAL_VALUE(v, i);
 		const char *str;
+		char q[96];
 
 		if (!strcmp(k->str, "partition")) {
 			if (!al_check_string(c, val, k->str, &str))
@@ -98,7 +109,7 @@ void al_slurm_read(struct al_check *c, const struct al_val *v, struct al_slurm *
 			if (val->kind != AL_VAL_SCALAR || al_val_is_null(val) || !slurm_time(val->str))
 				al_check_error(c, val->pos, "'time' must be a Slurm time limit "
 					       "(minutes, or [days-]hours:minutes:seconds), not %s",
-					       al_val_describe(val));
+					       shown(val, q, sizeof(q)));
 			else
 				s->time = val->str;
 		} else if (!strcmp(k->str, "cpus_per_task")) {
@@ -106,7 +117,7 @@ void al_slurm_read(struct al_check *c, const struct al_val *v, struct al_slurm *
 		} else if (!strcmp(k->str, "mem_per_cpu")) {
 			if (val->kind != AL_VAL_SCALAR || al_val_is_null(val) || !slurm_size(val->str))
 				al_check_error(c, val->pos, "'mem_per_cpu' must be a size such as "
-					       "500M or 2G, not %s", al_val_describe(val));
+					       "500M or 2G, not %s", shown(val, q, sizeof(q)));
 			else
 				s->mem_per_cpu = val->str;
 		} else if (!strcmp(k->str, "extra_args")) {
@@ -170,28 +181,38 @@ char **al_slurm_argv(const struct al_slurm *s, char **argv, const char *job_name
 	return out;
 }
 
-/* The nodes of the partition, as `sinfo` names them, one a line. */
-static int partition_nodes(const struct al_slurm *s, struct al_strbuf *out)
+/*
+ * "<partition> <node>" lines from sinfo, one per node of each partition,
+ * the default partition marked with '*'.
+ */
+static int partition_nodes(struct al_strbuf *out)
 {
-	char *cmd = al_xprintf("sinfo -h -N -o %%N%s%s 2>&1", s->partition ? " -p " : "",
-			       s->partition ? s->partition : "");
-	FILE *p = popen(cmd, "r");
+	FILE *p = popen("sinfo -h -N -o '%P %N' 2>&1", "r");
 	char buf[512];
 	size_t got;
 	int status;
 
-	free(cmd);
 	if (!p)
-		return al_err(AL_EINVALID, "cannot run sinfo: %s", strerror(errno));
+		return al_err(AL_ERROR, "cannot run sinfo: %s", strerror(errno));
 	while ((got = fread(buf, 1, sizeof(buf), p)) > 0)
 		al_strbuf_add(out, buf, got);
 	status = pclose(p);
 	al_strbuf_rtrim(out);
-	if (status != 0 || !out->len)
-		return al_err(AL_EINVALID, "cannot list the nodes of slurm partition '%s': %s",
-			      s->partition ? s->partition : "(default)",
-			      out->len ? out->buf : "sinfo found none");
+	if (status != 0)
+		return al_err(AL_ERROR, "cannot list the nodes of the slurm cluster: %s",
+			      out->len ? out->buf : "sinfo failed");
 	return 0;
+}
+
+/* Whether sinfo's partition `part` (a trailing '*': the default) is the one asked for. */
+static bool partition_is(const char *part, size_t len, const struct al_slurm *s)
+{
+	bool is_default = len && part[len - 1] == '*';
+
+	if (!s->partition)
+		return is_default;
+	len -= is_default;
+	return len == strlen(s->partition) && !memcmp(part, s->partition, len);
 }
 
 /* Filesystems that a cluster's nodes share (statfs f_type). */
@@ -223,31 +244,39 @@ static bool network_fs(long type)
 int al_slurm_check_fs(const struct al_slurm *s, const char *dir)
 {
 	struct al_strbuf nodes = AL_STRBUF_INIT;
-	char host[256] = "", *dot, *p, *others = NULL;
+	char host[256] = "", *dot, *p, *other = NULL;
+	const char *part = s->partition ? s->partition : "(default)";
 	struct statfs fs;
+	bool any = false;
 	int rc;
 
 	if (s->shared_fs)
 		return 0;
-	if ((rc = partition_nodes(s, &nodes)) < 0)
+	if ((rc = partition_nodes(&nodes)) < 0)
 		goto done;
 	gethostname(host, sizeof(host) - 1);
 	if ((dot = strchr(host, '.')))
 		*dot = '\0';
-	for (p = nodes.buf; p && *p;) {
-		char *nl = strchr(p, '\n');
-		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+	for (p = nodes.buf; p && *p && !other;) {
+		char *nl = strchr(p, '\n'), *sp;
 
-		if (len && !(len == strlen(host) && !memcmp(p, host, len))) {
-			others = p;
-			if (nl)
-				*nl = '\0';
-			break;
+		if (nl)
+			*nl = '\0';
+		sp = strchr(p, ' ');
+		if (sp && partition_is(p, (size_t)(sp - p), s)) {
+			any = true;
+			if (strcmp(sp + 1, host))
+				other = sp + 1;
 		}
 		p = nl ? nl + 1 : NULL;
 	}
-	if (!others)
-		goto done; /* every node is this host */
+	if (!any) {
+		rc = al_err(AL_EINVALID, "executor slurm: slurm partition '%s' has no nodes (is it "
+			    "the cluster's?)", part);
+		goto done;
+	}
+	if (!other)
+		goto done; /* every node is this host: the work tree is theirs */
 	if (statfs(dir, &fs) < 0) {
 		rc = al_err(AL_ERROR, "cannot read the filesystem of '%s': %s", dir, strerror(errno));
 		goto done;
@@ -257,8 +286,7 @@ int al_slurm_check_fs(const struct al_slurm *s, const char *dir)
 			    "(type 0x%lx), and slurm partition '%s' has nodes other than this host "
 			    "('%s'): put the repository on a filesystem the nodes share, or say "
 			    "'slurm: {shared_fs: true}' if it is one", dir,
-			    (unsigned long)fs.f_type & 0xFFFFFFFFUL,
-			    s->partition ? s->partition : "(default)", others);
+			    (unsigned long)fs.f_type & 0xFFFFFFFFUL, part, other);
 done:
 	al_strbuf_release(&nodes);
 	return rc;

@@ -5,7 +5,8 @@
 # running) and a slurmctld and slurmd of the test's own, on free ports,
 # with their state under $TEST_TMP/slurm, so tests run side by side. The
 # daemons are stopped when the test's shell exits. SLURM_CONF points the
-# client commands (srun, squeue, scancel) and ailoop at it.
+# client commands (srun, squeue, scancel) and ailoop at it. Lines in
+# $SLURM_EXTRA_CONF (e.g. another partition) go at the end of slurm.conf.
 
 slurm_skip() {
 	printf 'skipped: slurm could not start (%s)\n' "$*"
@@ -115,6 +116,7 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 NodeName=$host CPUs=2 RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+${SLURM_EXTRA_CONF:-}
 EOF
 	export SLURM_CONF="$SLURM_DIR/slurm.conf"
 	# this cluster stops with the test (lib.sh's clean-up still runs)
