@@ -271,7 +271,7 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 				  c->name ? " " : "", c->name ? c->name : "");
 		al_sha256_hex(what, strlen(what), hash);
 		hash[16] = '\0';
-		dir = al_xprintf("%s/slurm", ex->run->abs_dir);
+		dir = al_xprintf("%s/" AL_RUN_SLURM_DIR, ex->run->abs_dir);
 		call->slurm_job_file = al_xprintf("%s/%s", dir, hash);
 		rc = al_mkdirs(dir);
 		free(dir);

@@ -10,7 +10,7 @@
  * `executor: slurm`: the agents of a subtree started through `srun`, each
  * as a job step named after its node path, while ailoop stays the one
  * coordinator on this host (state, commits). The step writes its job id
- * to a file in the run directory (slurm/<hash>: "<job id> <node path>
+ * to a file in the run directory (logs/slurm/<hash>: "<job id> <node path>
  * <role>"), which `ailoop status` lists and ailoop reads to record the id
  * and to `scancel` a step that outlives its call (pause, timeout, kill).
  */

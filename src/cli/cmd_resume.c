@@ -127,7 +127,7 @@ static int cleanup_after_crash(struct al_git *git, const struct al_run *run)
 		fprintf(stderr, "ailoop: stopped %d process%s the interrupted run left running\n",
 			agents, agents == 1 ? "" : "es");
 	/* and its Slurm job steps (executor slurm), which run on other hosts */
-	logs = al_xprintf("%s/slurm", run->dir);
+	logs = al_xprintf("%s/" AL_RUN_SLURM_DIR, run->dir);
 	agents = al_slurm_cancel_left(logs);
 	free(logs);
 	if (agents)

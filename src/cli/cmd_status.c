@@ -1,5 +1,6 @@
 #include "ailoop/cli.h"
 #include "ailoop/budget.h"
+#include "ailoop/exec.h"
 #include "ailoop/feedback.h"
 #include "ailoop/flow.h"
 #include "ailoop/git.h"
@@ -134,12 +135,12 @@ static void read_feedback(struct al_feedback_log *log, const struct al_run_view 
 
 /*
  * The Slurm job steps running now (executor slurm): each step writes
- * "<job id> <node path> <role> [<sensor>]" to a file of the run's slurm/
+ * "<job id> <node path> <role> [<sensor>]" to a file of the run's logs/slurm/
  * directory, which ailoop removes when the step ends.
  */
 static json_t *slurm_steps(const char *run_id)
 {
-	char *dir = al_xprintf("%s/%s/slurm", AL_RUNS_DIR, run_id);
+	char *dir = al_xprintf("%s/%s/" AL_RUN_SLURM_DIR, AL_RUNS_DIR, run_id);
 	json_t *steps = json_array();
 	DIR *d = opendir(dir);
 	struct dirent *e;
