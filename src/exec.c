@@ -333,9 +333,45 @@ int al_exec_retry(struct al_run *run, bool check_only)
 	return al_run_save(run);
 }
 
+struct slurm_check {
+	int rc;
+	const struct al_slurm *done[16]; /* settings already checked */
+	size_t ndone;
+};
+
+static void check_slurm_node(struct al_node *n, void *data)
+{
+	struct slurm_check *sc = data;
+	char cwd[PATH_MAX];
+
+	if (sc->rc < 0 || !n->slurm.on)
+		return;
+	for (size_t i = 0; i < sc->ndone; i++)
+		if (sc->done[i]->shared_fs == n->slurm.shared_fs &&
+		    (sc->done[i]->partition == n->slurm.partition ||
+		     (sc->done[i]->partition && n->slurm.partition &&
+		      !strcmp(sc->done[i]->partition, n->slurm.partition))))
+			return;
+	if (!al_proc_in_path("srun"))
+		sc->rc = al_err(AL_ENORUNNER, "node '%s' has executor slurm, and 'srun' is not "
+				"installed (install Slurm's client commands, or say 'executor: "
+				"local')", n->path);
+	else if ((sc->rc = al_slurm_check_fs(&n->slurm, getcwd(cwd, sizeof(cwd)) ? cwd : ".")) < 0)
+		sc->rc = al_err(sc->rc, "node '%s': %s", n->path, al_errmsg());
+	if (sc->ndone < AL_ARRAY_SIZE(sc->done))
+		sc->done[sc->ndone++] = &n->slurm;
+}
+
 int al_exec_check_flow(const struct al_flow *flow)
 {
-	return check_runners(flow);
+	struct slurm_check sc = { 0 };
+	int rc = check_runners(flow);
+
+	if (rc < 0)
+		return rc;
+	/* executor slurm: srun there, and the work tree on a filesystem the nodes share */
+	al_flow_walk(flow->root, check_slurm_node, &sc);
+	return sc.rc;
 }
 
 static int check_runners(const struct al_flow *flow)

@@ -139,7 +139,8 @@ static void parse_runner(struct loader *l, const struct al_val *k, const struct 
 static void parse_section(struct loader *l, const struct al_val *k, const struct al_val *v)
 {
 	static const char *const default_keys[] = { "runner", "agent_timeout_seconds",
-						    "action_agent", "termination" };
+						    "action_agent", "termination", "executor",
+						    "slurm" };
 	static const char *const on_error[] = { "fail-fast", "continue" };
 	struct al_flow *f = l->flow;
 	const char *name = k->str;
@@ -188,6 +189,10 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 				f->default_runner_pos = val->pos;
 		} else if (!strcmp(s, "agent_timeout_seconds")) {
 			al_check_int(&l->c, val, s, 1, 7 * 24 * 3600, &f->agent_timeout_seconds);
+		} else if (!strcmp(s, "executor")) {
+			al_slurm_read_executor(&l->c, val, &f->slurm);
+		} else if (!strcmp(s, "slurm")) {
+			al_slurm_read(&l->c, val, &f->slurm);
 		} else if (!strcmp(s, "action_agent")) {
 			loader_agent_key(l, &l->default_action, val, s);
 			if (l->default_action.path)

@@ -44,7 +44,8 @@ void loader_error(struct loader *l, struct al_pos pos, const char *fmt, ...)
 
 /* Keys each node type accepts, beside the ones every node has. */
 static const char *const common_keys[] = {
-	"id", "node_id", "type", "description", "timeout_seconds", "termination",
+	"id", "node_id", "type", "description", "timeout_seconds", "termination", "executor",
+	"slurm",
 };
 static const char *const loop_sensor_keys[] = {
 	"controller", "sensors", "sensors_parallel", "actuator", "max_iterations",
@@ -429,7 +430,8 @@ static void parse_field(struct loader *l, struct al_node *n, const struct al_val
 	struct keyset ks = type_keys(n);
 	int e;
 
-	if (!strcmp(key, "id") || !strcmp(key, "node_id") || !strcmp(key, "type"))
+	if (!strcmp(key, "id") || !strcmp(key, "node_id") || !strcmp(key, "type") ||
+	    !strcmp(key, "executor") || !strcmp(key, "slurm"))
 		return; /* read before the walk */
 	if (!strcmp(key, "description")) {
 		al_check_string(&l->c, v, key, &n->description);
@@ -716,6 +718,12 @@ struct al_node *loader_node(struct loader *l, const struct al_val *v, struct al_
 		return NULL;
 	}
 	node_id(l, n, v, position);
+	/* before the children, which inherit them */
+	n->slurm = parent ? parent->slurm : l->flow->slurm;
+	if (given(v, "executor"))
+		al_slurm_read_executor(&l->c, given(v, "executor"), &n->slurm);
+	if (given(v, "slurm"))
+		al_slurm_read(&l->c, given(v, "slurm"), &n->slurm);
 	n->path = parent ? al_xprintf("%s/%s", parent->path, n->id) : al_strdup(n->id);
 	if (strlen(n->path) > AL_NODE_PATH_MAX &&
 	    (!parent || strlen(parent->path) <= AL_NODE_PATH_MAX)) /* said once, at the first */

@@ -4,10 +4,13 @@
 #include "ailoop/fsutil.h"
 #include "ailoop/md.h"
 #include "ailoop/run.h"
+#include "ailoop/sha256.h"
+#include "ailoop/slurm.h"
 #include "ailoop/util.h"
 
 #include <ctype.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -255,6 +258,32 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	deadline = now + (int64_t)call->timeout_s * 1000;
 	if (c->deadline_ms && c->deadline_ms < deadline)
 		deadline = c->deadline_ms;
+	if (c->node->slurm.on) {
+		/*
+		 * A job step on the cluster, named after the node, in this
+		 * directory (shared with the nodes: al_exec_check_flow), with a
+		 * time limit of the deadline's minutes: ailoop's own comes first.
+		 */
+		char cwd[PATH_MAX], hash[65], *what, *dir;
+		int64_t left_s = (deadline - now + 999) / 1000;
+
+		what = al_xprintf("%s %s%s%s", c->node->path, al_role_names[c->role],
+				  c->name ? " " : "", c->name ? c->name : "");
+		al_sha256_hex(what, strlen(what), hash);
+		hash[16] = '\0';
+		dir = al_xprintf("%s/" AL_RUN_SLURM_DIR, ex->run->abs_dir);
+		call->slurm_job_file = al_xprintf("%s/%s", dir, hash);
+		rc = al_mkdirs(dir);
+		free(dir);
+		add_env(&call->env, &nenv, "AILOOP_SLURM_JOB_FILE", call->slurm_job_file);
+		add_env(&call->env, &nenv, "AILOOP_SLURM_WHAT", what);
+		free(what);
+		if (rc < 0)
+			goto done;
+		call->argv = al_slurm_argv(&c->node->slurm, call->argv, c->node->path,
+					   left_s > INT_MAX ? INT_MAX : (int)left_s,
+					   getcwd(cwd, sizeof(cwd)) ? cwd : ex->root);
+	}
 	call->spec.name = call->log_path;
 	call->spec.argv = (const char *const *)call->argv;
 	call->spec.env = (const char *const *)call->env;
@@ -357,8 +386,25 @@ int al_call_finish(struct al_call *call)
 	struct al_proc_result *r = &call->res;
 	struct al_strbuf log = AL_STRBUF_INIT;
 	const char *who = al_role_names[c->role];
+	char why[256] = "";
+	bool slurm_failed = false;
+	long job = 0;
 	int rc = 0;
 
+	if (call->slurm_job_file) {
+		/* a step that outlives its call (pause, timeout, Slurm's failure) is cancelled */
+		job = al_slurm_job_read(call->slurm_job_file);
+		slurm_failed = al_slurm_failed(r, why, sizeof(why));
+		if (r->interrupted || r->timed_out || slurm_failed || r->exit_code)
+			al_slurm_cancel(job);
+		unlink(call->slurm_job_file);
+		if (call->run && job)
+			al_run_event(call->run, "slurm_step", "{s:s, s:s, s:s, s:s?, s:I, s:s}",
+				     "node", c->node->path, "label", c->label, "role", who, "name",
+				     c->name, "job", (json_int_t)job, "end",
+				     r->interrupted ? "cancelled" : r->timed_out ? "timed out" :
+				     slurm_failed ? "failed by slurm" : "exited");
+	}
 	if (r->log_truncated)
 		al_strbuf_adds(&log, "[ailoop: earlier output dropped, the last 1 MiB follows]\n");
 	al_strbuf_add(&log, r->log.buf, r->log.len);
@@ -384,6 +430,10 @@ int al_call_finish(struct al_call *call)
 	if (!c->keep_output && !al_file_exists(c->output) &&
 	    (rc = al_write_atomic(c->output, r->out.buf, r->out.len)) < 0)
 		return rc;
+	if (slurm_failed)
+		return al_err(AL_EAGENT, "%s '%s': Slurm ended its step again after one retry "
+			      "(job %ld: %s) (log: %s)", who, c->agent->path, job, why,
+			      call->log_path);
 	if (r->timed_out && !c->keep_output)
 		return al_err(AL_EAGENT, "%s '%s' did not finish in time and was stopped (log: %s)",
 			      who, c->agent->path, call->log_path);
@@ -406,6 +456,7 @@ void al_call_release(struct al_call *call)
 	al_proc_result_release(&call->res);
 	free(call->log_path);
 	free(call->prompt_path);
+	free(call->slurm_job_file);
 	memset(call, 0, sizeof(*call));
 }
 
@@ -432,6 +483,24 @@ int al_call_retry(struct al_exec *ex, struct al_call *call, int attempt)
 	return al_call_finish(call);
 }
 
+int al_call_slurm_retry(struct al_exec *ex, struct al_call *call)
+{
+	const struct al_call_ctx *ctx = call->ctx;
+	char why[256];
+	int rc;
+
+	if (!call->slurm_job_file || !al_slurm_failed(&call->res, why, sizeof(why)))
+		return 0;
+	al_progress_note(call->progress, "ailoop: [%s] %s: Slurm ended the step of %s '%s' (%s): "
+			 "running it once more", ctx->label, ctx->node->path,
+			 al_role_names[ctx->role], ctx->agent->path, why);
+	al_call_finish(call); /* its log and its job cancelled; its failure is not the node's */
+	al_call_release(call);
+	if ((rc = al_call_prepare(call, ex, ctx)) < 0)
+		return rc;
+	return al_proc_run(&call->spec, &call->res);
+}
+
 int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_call *call)
 {
 	int rc;
@@ -439,6 +508,8 @@ int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_cal
 	if ((rc = al_call_prepare(call, ex, ctx)) < 0)
 		return rc;
 	rc = al_proc_run(&call->spec, &call->res);
+	if (rc == 0)
+		rc = al_call_slurm_retry(ex, call);
 	if (rc < 0 && rc != AL_EINTR)
 		return rc;
 	if (rc == 0 && al_call_is_agent(ctx) && al_rate_limited(ex->flow, &call->res))

@@ -289,11 +289,14 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 				 m == 1 ? "" : "all sensors at once");
 		rc = al_proc_run_all(specs + start, results + start, m);
 		for (size_t i = start; i < start + m; i++) {
-			int frc;
+			int frc, src;
 
 			calls[i].res = results[i];
 			results[i] = (struct al_proc_result)AL_PROC_RESULT_INIT;
-			if (rc == 0 && al_call_is_agent(&ctx[i]) &&
+			src = rc == 0 ? al_call_slurm_retry(ex, &calls[i]) : 0;
+			if (src < 0 && src != AL_EINTR)
+				frc = src;
+			else if (rc == 0 && al_call_is_agent(&ctx[i]) &&
 			    al_rate_limited(ex->flow, &calls[i].res))
 				frc = al_call_retry(ex, &calls[i], 0);
 			else

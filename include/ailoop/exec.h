@@ -18,6 +18,8 @@
  */
 #define AL_RUN_AGENTS_DIR "logs"
 #define AL_RUN_AGENTS_FILE AL_RUN_AGENTS_DIR "/agents"
+/* executor slurm: a file per running job step (slurm.h), out of history */
+#define AL_RUN_SLURM_DIR AL_RUN_AGENTS_DIR "/slurm"
 
 /*
  * The recursive executor. al_exec_node() runs any node; each node type has

@@ -5,6 +5,7 @@
 #include "ailoop/condition.h"
 #include "ailoop/diag.h"
 #include "ailoop/runner.h"
+#include "ailoop/slurm.h"
 
 #include <pcre2.h>
 #include <stdbool.h>
@@ -72,6 +73,8 @@ struct al_node {
 
 	/* every type: 0 = no deadline */
 	int timeout_seconds;
+	/* every type: `executor` and `slurm`, as given here or inherited (slurm.h) */
+	struct al_slurm slurm;
 
 	/* loop, sensor form (sensors != NULL or controller set) */
 	bool sensor_form;
@@ -153,6 +156,7 @@ struct al_flow {
 
 	struct al_runners runners;
 	struct al_agents agents;
+	struct al_slurm slurm; /* defaults.executor and defaults.slurm */
 
 	struct al_node *root;
 	size_t node_count;

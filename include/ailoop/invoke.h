@@ -47,6 +47,7 @@ struct al_call {
 	struct al_progress *progress;
 	struct al_memory *memory; /* where the output's `memory:` map goes; may be NULL */
 	struct al_run *run;       /* where the "agent" event goes (its wall time); may be NULL */
+	char *slurm_job_file;     /* executor slurm: where its step writes its job id; else NULL */
 };
 
 /*
@@ -78,6 +79,13 @@ int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_cal
  * it hits one; then finishes it.
  */
 int al_call_retry(struct al_exec *ex, struct al_call *call, int attempt);
+/*
+ * `call` ran as a Slurm step (executor slurm) and Slurm, not the agent,
+ * ended it (al_slurm_failed): writes its log, cancels the step's job and
+ * runs it once more. Returns 0 if it did not fail so or ran again (its
+ * result in call->res), else what preparing or running it returned.
+ */
+int al_call_slurm_retry(struct al_exec *ex, struct al_call *call);
 /* Whether the call is an agent call (all but command sensors), for budgets. */
 bool al_call_is_agent(const struct al_call_ctx *ctx);
 

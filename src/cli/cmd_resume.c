@@ -4,6 +4,7 @@
 #include "ailoop/proc.h"
 #include "ailoop/sha256.h"
 #include "ailoop/signals.h"
+#include "ailoop/slurm.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 #include <dirent.h>
@@ -125,6 +126,13 @@ static int cleanup_after_crash(struct al_git *git, const struct al_run *run)
 	if (agents)
 		fprintf(stderr, "ailoop: stopped %d process%s the interrupted run left running\n",
 			agents, agents == 1 ? "" : "es");
+	/* and its Slurm job steps (executor slurm), which run on other hosts */
+	logs = al_xprintf("%s/" AL_RUN_SLURM_DIR, run->dir);
+	agents = al_slurm_cancel_left(logs);
+	free(logs);
+	if (agents)
+		fprintf(stderr, "ailoop: cancelled %d slurm job%s the interrupted run left running\n",
+			agents, agents == 1 ? "" : "s");
 	locks = al_git_clear_stale_locks(git, run->st.branch);
 	if (locks)
 		fprintf(stderr, "ailoop: removed %d stale git lock file%s\n", locks,

@@ -1,5 +1,6 @@
 #include "ailoop/cli.h"
 #include "ailoop/budget.h"
+#include "ailoop/exec.h"
 #include "ailoop/feedback.h"
 #include "ailoop/flow.h"
 #include "ailoop/git.h"
@@ -9,7 +10,9 @@
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
+#include <dirent.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,6 +133,44 @@ static void read_feedback(struct al_feedback_log *log, const struct al_run_view 
 	free(rev);
 }
 
+/*
+ * The Slurm job steps running now (executor slurm): each step writes
+ * "<job id> <node path> <role> [<sensor>]" to a file of the run's logs/slurm/
+ * directory, which ailoop removes when the step ends.
+ */
+static json_t *slurm_steps(const char *run_id)
+{
+	char *dir = al_xprintf("%s/%s/" AL_RUN_SLURM_DIR, AL_RUNS_DIR, run_id);
+	json_t *steps = json_array();
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char *path, line[2048];
+		FILE *f;
+		long job;
+		int used = 0;
+
+		if (e->d_name[0] == '.')
+			continue;
+		path = al_xprintf("%s/%s", dir, e->d_name);
+		f = fopen(path, "r");
+		free(path);
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f) && sscanf(line, "%ld %n", &job, &used) == 1 && used) {
+			line[strcspn(line, "\n")] = '\0';
+			json_array_append_new(steps, json_pack("{s:I, s:s}", "job", (json_int_t)job,
+							       "step", line + used));
+		}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	return steps;
+}
+
 static int print_json(const struct al_run_state *st, const struct al_run_nodes *ns, const char *holder,
 		      const char *from, const struct budget *b, const struct al_feedback_log *fb)
 {
@@ -173,6 +214,7 @@ static int print_json(const struct al_run_state *st, const struct al_run_nodes *
 	json_object_set_new(o, "from_branch", from ? json_string(from) : json_null());
 	json_object_set_new(o, "budget", budget_json(b));
 	json_object_set_new(o, "open_feedback", feedback_json(fb));
+	json_object_set_new(o, "slurm_steps", slurm_steps(st->run_id));
 	json_object_set_new(o, "nodes", nodes);
 	json_object_set_new(o, "damaged", errs);
 	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -197,6 +239,7 @@ static void print_text(const struct al_run_state *st, const struct al_run_nodes 
 		       const char *from, const struct budget *b, const struct al_feedback_log *fb)
 {
 	const char *task = st->task, *nl = strchr(task, '\n');
+	json_t *steps;
 
 	printf("run %s: %s\n", st->run_id, st->status);
 	printf("  task:         %.*s%s\n", nl ? (int)(nl - task) : (int)strlen(task), task,
@@ -212,6 +255,12 @@ static void print_text(const struct al_run_state *st, const struct al_run_nodes 
 		printf("  active node:  %s\n", st->active_node_path);
 	if (holder)
 		printf("  locked by:    %s\n", holder);
+	steps = slurm_steps(st->run_id);
+	for (size_t i = 0; i < json_array_size(steps); i++)
+		printf("  slurm step:   job %" JSON_INTEGER_FORMAT ": %s\n",
+		       json_integer_value(json_object_get(json_array_get(steps, i), "job")),
+		       json_string_value(json_object_get(json_array_get(steps, i), "step")));
+	json_decref(steps);
 	if (from)
 		printf("  read from:    the last commit of %s (not checked out)\n", from);
 	print_budget(b);
