@@ -24,6 +24,7 @@ struct al_watch {
 	char **changed;        /* since the last take */
 	size_t nchanged, changed_alloc;
 	size_t events, max_events; /* max_events 0: no limit */
+	size_t watches, max_watches; /* max_watches 0: the kernel's limit only */
 	al_watch_skip_fn skip;
 	void *data;
 };
@@ -70,7 +71,14 @@ static void add_dir(struct al_watch *w, const char *rel, bool report)
 	}
 	if (*rel && w->skip(rel, w->data))
 		return;
+	if (w->max_watches && w->watches >= w->max_watches) {
+		errno = ENOSPC; /* the test hook's watch limit */
+		w->broken = true;
+		return;
+	}
 	wd = inotify_add_watch(w->fd, *rel ? rel : ".", WATCH_MASK);
+	if (wd >= 0)
+		w->watches++;
 	if (wd < 0) {
 		/* gone already: its parent reports that; anything else: no trust */
 		if (errno != ENOENT && errno != ENOTDIR)
@@ -129,6 +137,9 @@ struct al_watch *al_watch_start(al_watch_skip_fn skip, void *data)
 
 		if (v && *v)
 			w->max_events = (size_t)strtoul(v, NULL, 10);
+		v = getenv("AILOOP_WATCH_MAX_DIRS"); /* "+N": N more than at the start */
+		if (v && *v && *v != '+')
+			w->max_watches = (size_t)strtoul(v, NULL, 10);
 	}
 #endif
 	w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -136,6 +147,7 @@ struct al_watch *al_watch_start(al_watch_skip_fn skip, void *data)
 		free(w);
 		return NULL;
 	}
+	errno = 0;
 	add_dir(w, "", false);
 	if (w->broken) {
 		saved = errno ? errno : EIO;
@@ -143,6 +155,14 @@ struct al_watch *al_watch_start(al_watch_skip_fn skip, void *data)
 		errno = saved;
 		return NULL;
 	}
+#ifdef AILOOP_TEST_HOOKS
+	{
+		const char *v = getenv("AILOOP_WATCH_MAX_DIRS");
+
+		if (v && *v == '+')
+			w->max_watches = w->watches + (size_t)strtoul(v + 1, NULL, 10);
+	}
+#endif
 	return w;
 }
 
@@ -156,7 +176,8 @@ static void event(struct al_watch *w, const struct inotify_event *ev)
 		return;
 	}
 	if (ev->mask & IN_IGNORED) { /* the directory is gone: its parent said so */
-		if (ev->wd >= 0 && (size_t)ev->wd < w->ndirs) {
+		if (ev->wd >= 0 && (size_t)ev->wd < w->ndirs && w->dirs[ev->wd]) {
+			w->watches--;
 			free(w->dirs[ev->wd]);
 			w->dirs[ev->wd] = NULL;
 		}

@@ -27,7 +27,8 @@ typedef bool (*al_watch_skip_fn)(const char *rel, void *data);
  * Starts watching; NULL (errno set) if it cannot: no inotify, the watch
  * limit reached, an unreadable directory. The test hook
  * AILOOP_WATCH_MAX_EVENTS=N (test builds only) makes more than N events
- * between two looks count as an overflow.
+ * between two looks count as an overflow, and AILOOP_WATCH_MAX_DIRS=N a
+ * watch limit of N directories (=+N: N more than the watch started with).
  */
 struct al_watch *al_watch_start(al_watch_skip_fn skip, void *data);
 /*
