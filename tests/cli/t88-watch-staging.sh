@@ -70,7 +70,7 @@ diff <(trees "$TEST_TMP/watched") <(trees "$TEST_TMP/scanned") >"$TEST_TMP/diff"
 expect_eq "$(git -C "$TEST_TMP/watched" rev-list --count HEAD)" \
 	"$(git -C "$TEST_TMP/scanned" rev-list --count HEAD)" "watched commits: as many as a full scan's"
 for r in watched scanned; do
-	expect_eq "$(git -C "$TEST_TMP/$r" status --porcelain -- . ':!.ai-loop/runs')" "" \
+	expect_eq "$(git -C "$TEST_TMP/$r" status --porcelain)" "" \
 		"$r run: the last commit holds the whole work tree"
 done
 
