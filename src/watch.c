@@ -243,7 +243,8 @@ int al_watch_take(struct al_watch *w, char ***paths, size_t *n)
 	if (w->broken)
 		return -1;
 	w->events = 0;
-	qsort(w->changed, w->nchanged, sizeof(*w->changed), cmp_str);
+	if (w->nchanged > 1)
+		qsort(w->changed, w->nchanged, sizeof(*w->changed), cmp_str);
 	for (size_t i = 0; i < w->nchanged; i++) {
 		if (kept && !strcmp(w->changed[kept - 1], w->changed[i]))
 			free(w->changed[i]);
