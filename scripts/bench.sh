@@ -28,6 +28,9 @@
 #                                  2,000 nodes: checks that the bench works
 #   ./scripts/bench.sh conditions  only the conditions
 #   ./scripts/bench.sh report      only the report
+#   ./scripts/bench.sh bigrepo     only the overhead per iteration in a repository
+#                                  of FILES=20,000 tracked files, one file changed
+#                                  per iteration, beside one `git status --porcelain`
 #   N=500 L=20000 REPS=7 AILOOP=path ./scripts/bench.sh
 #   PROFILE=1 ./scripts/bench.sh   then where the instructions go (callgrind)
 set -euo pipefail
@@ -37,7 +40,8 @@ case $mode in
 full) N=${N:-200} L=${L:-10000} REPS=${REPS:-5} FLOW_NODES=${FLOW_NODES:-10000} ;;
 quick) N=${N:-10} L=${L:-200} REPS=${REPS:-3} FLOW_NODES=${FLOW_NODES:-1000} ;;
 conditions | report) ;;
-*) echo "usage: scripts/bench.sh [quick | conditions | report]" >&2; exit 64 ;;
+bigrepo) N=${N:-100} REPS=${REPS:-3} ;;
+*) echo "usage: scripts/bench.sh [quick | conditions | report | bigrepo]" >&2; exit 64 ;;
 esac
 
 # 10,000 evaluations over a memory of 100,000 keys (BENCH_CONDITIONS: a built binary)
@@ -128,6 +132,71 @@ if [ "$mode" = report ]; then
 	exit
 fi
 
+# the overhead per iteration in a repository of FILES tracked files (1,000 per
+# directory) where the agent changes one file per iteration, beside the time of
+# one `git status --porcelain` there; with the watch of the work tree (the
+# default) and with a full scan per iteration (AILOOP_WATCH=0)
+bigrepo() {
+	local files=${FILES:-20000} n=$N reps=$REPS dir=$tmp/bigrepo t0 t1 base status
+	local -A total
+	mkdir -p "$dir/.ai-loop/agents"
+	cd "$dir"
+	git init -q -b main
+	awk -v n="$files" 'BEGIN { for (i = 0; i < n; i++) {
+		d = sprintf("d%02d", int(i / 1000)); if (i % 1000 == 0) system("mkdir -p " d)
+		f = sprintf("%s/f%05d.txt", d, i); print "file " i > f; close(f) } }'
+	echo 0 >count
+	printf -- '---\nname: count\ncommand: '"'"'c=$(cat count); echo "count $c"; test "$c" -ge %d'"'"'\n---\n' \
+		"$n" >.ai-loop/agents/sensor.md
+	printf -- '---\nname: increment\ncommand: echo $(($(cat count) + 1)) >count\n---\n' \
+		>.ai-loop/agents/actuator.md
+	cat >.ai-loop/flow.yaml <<YAML
+version: 1
+flow:
+  id: count
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator: {strategy: direct, agent: .ai-loop/agents/actuator.md}
+  termination: {max_iterations: $n}
+YAML
+	git add -A
+	git commit -q -m "count from 0 beside $files files"
+	git status --porcelain >/dev/null
+	status=$(median_ns git status --porcelain)
+	base=$(for _ in $(seq "$reps"); do
+		echo 0 >count
+		t0=$(now_ns)
+		sh -c 'c=$(cat count); test "$c" -ge '"$n" >/dev/null || true
+		for _ in $(seq "$n"); do
+			sh -c 'echo $(($(cat count) + 1)) >count'
+			sh -c 'c=$(cat count); echo "count $c"; test "$c" -ge '"$n" >/dev/null || true
+		done
+		t1=$(now_ns)
+		echo $((t1 - t0))
+	done | median)
+	git checkout -q -- count
+	for watch in 1 0; do
+		total[$watch]=$(for _ in $(seq "$reps"); do
+			git reset -q --hard "$(git rev-list --max-parents=0 HEAD)"
+			rm -rf .ai-loop/runs
+			t0=$(now_ns)
+			AILOOP_WATCH=$watch AILOOP_FSYNC=0 "$AILOOP" run --quiet "count to $n" >/dev/null
+			t1=$(now_ns)
+			[ "$(cat count)" = "$n" ] || { echo "bench: the loop did not reach $n" >&2; exit 1; }
+			echo $((t1 - t0))
+		done | median)
+	done
+	echo "$files tracked files, $n iterations, medians of $reps, fsync off:"
+	printf '  git status --porcelain                    %6.1f ms\n' "$(ms "$status")"
+	for watch in 1 0; do
+		printf '  overhead per iteration, %-17s %6.1f ms  (%.2f x git status; goal <= 0.33)\n' \
+			"$([ $watch = 1 ] && echo "watched tree" || echo "full scan")" \
+			"$(awk -v t="${total[$watch]}" -v b="$base" -v n="$n" 'BEGIN { printf "%.1f", (t - b) / n / 1e6 }')" \
+			"$(awk -v t="${total[$watch]}" -v b="$base" -v n="$n" -v s="$status" 'BEGIN { printf "%.2f", (t - b) / n / s }')"
+	done
+}
+
 # median of the numbers on stdin
 median() { sort -n | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
@@ -147,6 +216,10 @@ time_ns() {
 median_ns() {
 	for _ in $(seq "$REPS"); do time_ns "$@"; done | median
 }
+if [ "$mode" = bigrepo ]; then
+	bigrepo
+	exit
+fi
 
 # first_line_ns CMD...: the time until CMD prints its first line (it is then killed)
 first_line_ns() {

@@ -6,6 +6,7 @@
 #include "ailoop/sha256.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
+#include "ailoop/watch.h"
 
 #include <git2.h>
 #include <dirent.h>
@@ -27,6 +28,12 @@ struct al_git {
 	git_oid last;     /* ailoop's last commit there, or HEAD when following began */
 	char **skipped;   /* nested repositories without a commit, warned about once */
 	size_t nskipped, skipped_alloc;
+	/* what changed in the work tree since the last commit (stage_all) */
+	struct al_watch *watch; /* NULL: none yet, or none possible */
+	pid_t watch_pid;        /* the process it belongs to (not a forked child) */
+	bool watch_off;         /* AILOOP_WATCH=0, or inotify failed: a full scan every time */
+	struct stat index_st;   /* the index file as this process last left it */
+	bool index_known;
 };
 
 static int fail(const char *what)
@@ -64,6 +71,7 @@ int al_git_open(struct al_git **out)
 		initialised = true;
 	}
 	g = al_calloc(1, sizeof(*g));
+	g->watch_off = getenv("AILOOP_WATCH") && !strcmp(getenv("AILOOP_WATCH"), "0");
 	if (git_repository_open_ext(&g->repo, ".", 0, NULL) < 0) {
 		free(g);
 		return al_err(AL_ENOTFOUND, "not a git repository (run 'git init' and make a "
@@ -91,6 +99,7 @@ void al_git_free(struct al_git *g)
 	git_signature_free(g->committer);
 	free(g->branch_ref);
 	al_strv_free(g->skipped, g->nskipped);
+	al_watch_free(g->watch);
 	git_repository_free(g->repo);
 	free(g);
 }
@@ -689,26 +698,210 @@ static int move_head(struct al_git *g, const char *ref, const git_oid *id, const
 }
 
 /*
- * stage_changes(), written to the index. The work tree may change under it:
- * an agent of a parallel sibling renames its temporary file away, or
- * rewrites a file, between the status pass that lists a file and the read
- * that hashes it. That is no error of the run: the pass starts again from
- * the index on disk, a little later, a few times.
+ * The watched way (watch.h): only the paths the watch saw change are
+ * staged, each as the status pass would: gone (a file, or a directory and
+ * all below it) is removed; a file (or symbolic link) is added if tracked
+ * or not ignored, after any directory it replaced; a directory replaces a
+ * file, its contents coming as paths of their own. Anything unusual (a
+ * .gitignore changed, an error) fails, and the full scan follows.
  */
-static int stage_all(struct al_git *g, git_index *index, const char *own_dir)
+static int stage_path(struct al_git *g, git_index *index, const char *path)
 {
-	size_t staged = 1;
+	const git_index_entry *e = git_index_get_bypath(index, path, 0);
+	bool tracked = e != NULL, gitlink = e && e->mode == GIT_FILEMODE_COMMIT;
+	const char *base = strrchr(path, '/');
+	char *dir = al_xprintf("%s/", path);
+	struct stat st;
+	size_t pos;
+	int ignored = 0, rc = 0;
+
+	base = base ? base + 1 : path;
+	if (unrecorded(path) || gitlink) {
+		/* not recorded; a gitlink: stage_gitlinks() reads its HEAD */
+	} else if (!strcmp(base, ".gitignore")) {
+		rc = -1; /* what is ignored changed: only a full scan knows what that adds */
+	} else if (lstat(path, &st) < 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			rc = -1;
+		else if (!tracked || (rc = git_index_remove_bypath(index, path)) == 0)
+			rc = git_index_remove_directory(index, path, 0);
+	} else if (S_ISDIR(st.st_mode)) {
+		if (tracked)
+			rc = git_index_remove_bypath(index, path);
+	} else {
+		if (git_index_find_prefix(&pos, index, dir) == 0)
+			rc = git_index_remove_directory(index, path, 0);
+		if (rc == 0 && !tracked)
+			rc = git_ignore_path_is_ignored(&ignored, g->repo, path);
+		if (rc == 0 && (tracked || !ignored)) {
+			if (!al_starts_with(path, ".ai-loop/runs/"))
+				rc = git_index_add_bypath(index, path);
+			else if (stat_differs(git_index_get_bypath(index, path, 0), &st))
+				rc = add_own_file(index, g->repo, path);
+		}
+	}
+	free(dir);
+	return rc;
+}
+
+/* Nested repositories left out for want of a commit that have one now. */
+static int stage_skipped(struct al_git *g, git_index *index)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < g->nskipped && rc == 0; i++) {
+		git_repository *sub = NULL;
+		git_oid head;
+
+		if (!git_index_get_bypath(index, g->skipped[i], 0) &&
+		    git_repository_open(&sub, g->skipped[i]) == 0 &&
+		    git_reference_name_to_id(&head, sub, "HEAD") == 0)
+			rc = git_index_add_bypath(index, g->skipped[i]);
+		git_repository_free(sub);
+	}
+	return rc;
+}
+
+static int stage_paths(struct al_git *g, git_index *index, const char *own_dir, char **paths,
+		       size_t n)
+{
+	size_t staged = 0;
+	int rc = own_dir ? stage_own_files(index, g->repo, own_dir) : 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = stage_path(g, index, paths[i]);
+	if (rc == 0)
+		rc = stage_skipped(g, index);
+	return rc < 0 ? rc : stage_gitlinks(index, &staged);
+}
+
+/* The watch leaves alone agents' logs, and ignored directories that hold no tracked file. */
+static bool watch_skip(const char *rel, void *data)
+{
+	struct al_git *g = data;
+	const char *base = strrchr(rel, '/');
+	git_index *index = NULL;
+	char *dir;
+	size_t pos;
+	int ignored = 0;
+	bool skip;
+
+	if (al_starts_with(rel, ".ai-loop/runs/") && base && !strcmp(base + 1, "logs"))
+		return true;
+	dir = al_xprintf("%s/", rel);
+	skip = git_ignore_path_is_ignored(&ignored, g->repo, dir) == 0 && ignored &&
+	       git_repository_index(&index, g->repo) == 0 &&
+	       git_index_find_prefix(&pos, index, dir) != 0;
+	git_index_free(index);
+	free(dir);
+	return skip;
+}
+
+/* Whether the index file is as this process last left it. */
+static bool index_ours(struct al_git *g, git_index *index)
+{
+	struct stat st;
+
+	return g->index_known && stat(git_index_path(index), &st) == 0 &&
+	       st.st_ino == g->index_st.st_ino && st.st_size == g->index_st.st_size &&
+	       st.st_mtim.tv_sec == g->index_st.st_mtim.tv_sec &&
+	       st.st_mtim.tv_nsec == g->index_st.st_mtim.tv_nsec;
+}
+
+static void index_left(struct al_git *g, git_index *index)
+{
+	g->index_known = stat(git_index_path(index), &g->index_st) == 0;
+}
+
+/*
+ * What the watch saw change since the last commit, into *paths: true if
+ * it can be trusted for this commit — the watch ran since this process's
+ * last commit, nothing overflowed, HEAD (`head_ours`) and the index are as
+ * this process left them (no parallel sibling, no checkout in between).
+ * Otherwise the caller scans the whole tree, and a watch is (re)started
+ * first, for the next commit.
+ */
+static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, char ***paths,
+			  size_t *n)
+{
+	bool trusted;
+
+	*paths = NULL;
+	*n = 0;
+	if (g->watch_off)
+		return false;
+	if (g->watch && g->watch_pid != getpid()) { /* a forked child: its parent's watch */
+		al_watch_free(g->watch);
+		g->watch = NULL;
+	}
+	if (g->watch && al_watch_take(g->watch, paths, n) == 0) {
+		trusted = head_ours && index_ours(g, index);
+		if (trusted)
+			return true;
+		al_strv_free(*paths, *n); /* the full scan sees it all */
+		*paths = NULL;
+		*n = 0;
+		return false;
+	}
+	al_watch_free(g->watch);
+	if (!(g->watch = al_watch_start(watch_skip, g)))
+		g->watch_off = true; /* no inotify, or its limit reached: full scans */
+	g->watch_pid = getpid();
+	return false;
+}
+
+/* Which way a commit staged, on stderr with AILOOP_WATCH_TRACE (test builds only). */
+static void trace_staging(const char *how)
+{
+#ifdef AILOOP_TEST_HOOKS
+	if (getenv("AILOOP_WATCH_TRACE"))
+		fprintf(stderr, "ailoop: staging: %s\n", how);
+#else
+	(void)how;
+#endif
+}
+
+/*
+ * stage_paths() of what the watch saw, or stage_changes(), written to the
+ * index. The work tree may change under a full scan: an agent of a
+ * parallel sibling renames its temporary file away, or rewrites a file,
+ * between the status pass that lists a file and the read that hashes it.
+ * That is no error of the run: the pass starts again from the index on
+ * disk, a little later, a few times.
+ */
+static int stage_all(struct al_git *g, git_index *index, const char *own_dir, bool head_ours)
+{
+	size_t staged = 1, n;
+	char **paths;
+	bool reread = false;
 	int rc = -1;
 
+	if (watch_changes(g, index, head_ours, &paths, &n)) {
+		rc = git_index_read(index, false);
+		if (rc == 0)
+			rc = stage_paths(g, index, own_dir, paths, n);
+		if (rc == 0)
+			rc = git_index_write(index);
+		al_strv_free(paths, n);
+		if (rc == 0) {
+			index_left(g, index);
+			trace_staging("watched");
+			return 0;
+		}
+		reread = true; /* the scan starts from the index on disk */
+	}
+	trace_staging("full scan");
 	for (int attempt = 0; attempt < 6 && rc < 0; attempt++) {
 		if (attempt)
 			usleep(10000u << attempt); /* 20 ms, doubling: 0.62 s in all */
-		rc = git_index_read(index, attempt > 0);
+		rc = git_index_read(index, attempt > 0 || reread);
 		if (rc == 0)
 			rc = stage_changes(g, index, own_dir, &staged);
 		if (rc == 0 && staged)
 			rc = git_index_write(index);
 	}
+	if (rc == 0)
+		index_left(g, index);
 	return rc;
 }
 
@@ -729,7 +922,7 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 	if ((rc = head_state(g, &ref, &tip, &born)) < 0 ||
 	    (rc = check_head(g, ref, &tip, born, own_dir)) < 0)
 		goto done;
-	if (git_repository_index(&index, g->repo) < 0 || stage_all(g, index, own_dir) < 0 ||
+	if (git_repository_index(&index, g->repo) < 0 || stage_all(g, index, own_dir, git_oid_equal(&tip, &g->last)) < 0 ||
 	    git_index_write_tree(&tree_oid, index) < 0 ||
 	    git_tree_lookup(&tree, g->repo, &tree_oid) < 0) {
 		rc = fail("cannot stage the work tree");

@@ -1,0 +1,44 @@
+#ifndef AILOOP_WATCH_H
+#define AILOOP_WATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * What changed in the work tree (the current directory) since the last
+ * look, known from inotify instead of a scan of every file: the idea of
+ * git's fsmonitor. Every directory is watched but .git, directories that
+ * hold a repository of their own (a ".git" entry), and those `skip` names
+ * (ignored ones). A directory created (or moved in) while watched is
+ * watched in turn and everything in it reported.
+ *
+ * The watch can stop being trusted: a queue overflow, a watch it could not
+ * add (the limit reached), a directory moved away (the paths its watches
+ * stand for are stale), a repository appearing in the tree, any error.
+ * al_watch_take() then fails, and the caller scans the whole tree instead
+ * (and starts a new watch).
+ */
+struct al_watch;
+
+/* Whether the directory `rel` (relative, no final slash) is to be left unwatched. */
+typedef bool (*al_watch_skip_fn)(const char *rel, void *data);
+
+/*
+ * Starts watching; NULL (errno set) if it cannot: no inotify, the watch
+ * limit reached, an unreadable directory. The test hook
+ * AILOOP_WATCH_MAX_EVENTS=N (test builds only) makes more than N events
+ * between two looks count as an overflow, and AILOOP_WATCH_MAX_DIRS=N a
+ * watch limit of N directories (=+N: N more than the watch started with).
+ */
+struct al_watch *al_watch_start(al_watch_skip_fn skip, void *data);
+/*
+ * The relative paths that changed since the last call (or the start),
+ * sorted, each once, into *paths (free with al_strv_free); a path may be a
+ * file, a directory created or removed, or gone. -1 if the watch cannot be
+ * trusted (it stays so).
+ */
+int al_watch_take(struct al_watch *w, char ***paths, size_t *n);
+/* Closes the watch (only this process's descriptor: a forked child's copy leaves the parent's watch alone). */
+void al_watch_free(struct al_watch *w);
+
+#endif

@@ -1,0 +1,270 @@
+#include "ailoop/watch.h"
+#include "ailoop/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define WATCH_MASK                                                                         \
+	(IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |     \
+	 IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW |   \
+	 IN_EXCL_UNLINK)
+
+struct al_watch {
+	int fd;
+	bool broken;           /* no longer trusted */
+	char **dirs;           /* by watch descriptor: the directory's relative path */
+	size_t ndirs;
+	char **changed;        /* since the last take */
+	size_t nchanged, changed_alloc;
+	size_t events, max_events; /* max_events 0: no limit */
+	size_t watches, max_watches; /* max_watches 0: the kernel's limit only */
+	al_watch_skip_fn skip;
+	void *data;
+};
+
+static char *join(const char *dir, const char *name)
+{
+	return *dir ? al_xprintf("%s/%s", dir, name) : al_strdup(name);
+}
+
+static void changed(struct al_watch *w, char *path)
+{
+	AL_GROW(w->changed, w->nchanged, w->changed_alloc);
+	w->changed[w->nchanged++] = path;
+}
+
+/* Whether directory `rel` holds a ".git" entry: a repository of its own. */
+static bool has_repo(const char *rel)
+{
+	struct stat st;
+	char *p = join(rel, ".git");
+	bool yes = lstat(p, &st) == 0;
+
+	free(p);
+	return yes;
+}
+
+/*
+ * Watches directory `rel` and those below it; with `report`, each entry
+ * found is a change (the directory is new). Marks the watch broken on
+ * failure.
+ */
+static void add_dir(struct al_watch *w, const char *rel, bool report)
+{
+	DIR *d;
+	struct dirent *de;
+	int wd;
+
+	if (w->broken)
+		return;
+	if (*rel && has_repo(rel)) {
+		if (report)
+			w->broken = true; /* a repository appeared: the full scan records it */
+		return;
+	}
+	if (*rel && w->skip(rel, w->data))
+		return;
+	if (w->max_watches && w->watches >= w->max_watches) {
+		errno = ENOSPC; /* the test hook's watch limit */
+		w->broken = true;
+		return;
+	}
+	wd = inotify_add_watch(w->fd, *rel ? rel : ".", WATCH_MASK);
+	if (wd >= 0)
+		w->watches++;
+	if (wd < 0) {
+		/* gone already: its parent reports that; anything else: no trust */
+		if (errno != ENOENT && errno != ENOTDIR)
+			w->broken = true;
+		return;
+	}
+	if ((size_t)wd >= w->ndirs) {
+		size_t n = (size_t)wd * 2 + 16;
+
+		w->dirs = al_realloc(w->dirs, n * sizeof(*w->dirs));
+		memset(w->dirs + w->ndirs, 0, (n - w->ndirs) * sizeof(*w->dirs));
+		w->ndirs = n;
+	}
+	free(w->dirs[wd]);
+	w->dirs[wd] = al_strdup(rel);
+	if (!(d = opendir(*rel ? rel : "."))) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			w->broken = true;
+		return;
+	}
+	while ((de = readdir(d)) && !w->broken) {
+		char *path;
+		bool dir;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    (!*rel && !strcmp(de->d_name, ".git")))
+			continue;
+		path = join(rel, de->d_name);
+		if (de->d_type == DT_UNKNOWN) {
+			struct stat st;
+
+			dir = lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+		} else {
+			dir = de->d_type == DT_DIR;
+		}
+		if (dir)
+			add_dir(w, path, report);
+		if (report)
+			changed(w, path);
+		else
+			free(path);
+	}
+	closedir(d);
+}
+
+struct al_watch *al_watch_start(al_watch_skip_fn skip, void *data)
+{
+	struct al_watch *w = al_calloc(1, sizeof(*w));
+	int saved;
+
+	w->skip = skip;
+	w->data = data;
+#ifdef AILOOP_TEST_HOOKS
+	{
+		const char *v = getenv("AILOOP_WATCH_MAX_EVENTS");
+
+		if (v && *v)
+			w->max_events = (size_t)strtoul(v, NULL, 10);
+		v = getenv("AILOOP_WATCH_MAX_DIRS"); /* "+N": N more than at the start */
+		if (v && *v && *v != '+')
+			w->max_watches = (size_t)strtoul(v, NULL, 10);
+	}
+#endif
+	w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (w->fd < 0) {
+		free(w);
+		return NULL;
+	}
+	errno = 0;
+	add_dir(w, "", false);
+	if (w->broken) {
+		saved = errno ? errno : EIO;
+		al_watch_free(w);
+		errno = saved;
+		return NULL;
+	}
+#ifdef AILOOP_TEST_HOOKS
+	{
+		const char *v = getenv("AILOOP_WATCH_MAX_DIRS");
+
+		if (v && *v == '+')
+			w->max_watches = w->watches + (size_t)strtoul(v + 1, NULL, 10);
+	}
+#endif
+	return w;
+}
+
+/* One event of directory `dir`. */
+static void event(struct al_watch *w, const struct inotify_event *ev)
+{
+	const char *dir;
+
+	if (ev->mask & IN_Q_OVERFLOW) {
+		w->broken = true;
+		return;
+	}
+	if (ev->mask & IN_IGNORED) { /* the directory is gone: its parent said so */
+		if (ev->wd >= 0 && (size_t)ev->wd < w->ndirs && w->dirs[ev->wd]) {
+			w->watches--;
+			free(w->dirs[ev->wd]);
+			w->dirs[ev->wd] = NULL;
+		}
+		return;
+	}
+	if (ev->wd < 0 || (size_t)ev->wd >= w->ndirs || !(dir = w->dirs[ev->wd])) {
+		w->broken = true;
+		return;
+	}
+	if (ev->mask & IN_MOVE_SELF) {
+		/* moved: the paths of its watches (and those below) are stale */
+		w->broken = true;
+		return;
+	}
+	if (ev->mask & IN_DELETE_SELF || !ev->len)
+		return; /* the parent reports the directory itself */
+	if (!strcmp(ev->name, ".git")) {
+		w->broken = true; /* a repository appeared or went: the full scan handles it */
+		return;
+	}
+	if ((ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
+		char *path = join(dir, ev->name);
+
+		add_dir(w, path, true);
+		changed(w, path);
+		return;
+	}
+	if ((ev->mask & IN_ISDIR) && !(ev->mask & (IN_DELETE | IN_MOVED_FROM)))
+		return; /* a directory's own attributes are not recorded */
+	changed(w, join(dir, ev->name));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int al_watch_take(struct al_watch *w, char ***paths, size_t *n)
+{
+	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+	size_t kept = 0;
+	ssize_t len;
+
+	*paths = NULL;
+	*n = 0;
+	while (!w->broken && (len = read(w->fd, buf, sizeof(buf))) != 0) {
+		if (len < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				w->broken = true;
+			break;
+		}
+		for (char *p = buf; p < buf + len && !w->broken;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			if (w->max_events && ++w->events > w->max_events)
+				w->broken = true; /* the test hook's overflow */
+			event(w, ev);
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	if (w->broken)
+		return -1;
+	w->events = 0;
+	if (w->nchanged > 1)
+		qsort(w->changed, w->nchanged, sizeof(*w->changed), cmp_str);
+	for (size_t i = 0; i < w->nchanged; i++) {
+		if (kept && !strcmp(w->changed[kept - 1], w->changed[i]))
+			free(w->changed[i]);
+		else
+			w->changed[kept++] = w->changed[i];
+	}
+	*paths = w->changed;
+	*n = kept;
+	w->changed = NULL;
+	w->nchanged = w->changed_alloc = 0;
+	return 0;
+}
+
+void al_watch_free(struct al_watch *w)
+{
+	if (!w)
+		return;
+	if (w->fd >= 0)
+		close(w->fd);
+	al_strv_free(w->dirs, w->ndirs);
+	al_strv_free(w->changed, w->nchanged);
+	free(w);
+}

@@ -1,0 +1,140 @@
+#include "ailoop/watch.h"
+#include "unit.h"
+
+static bool skip_named(const char *rel, void *data)
+{
+	return data && !strcmp(rel, (const char *)data);
+}
+
+/* The paths the watch reports now, joined by spaces; "broken" if it cannot be trusted. */
+static char *taken(struct al_watch *w)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	char **paths;
+	size_t n;
+
+	if (al_watch_take(w, &paths, &n) < 0)
+		return al_strdup("broken");
+	for (size_t i = 0; i < n; i++)
+		al_strbuf_addf(&sb, "%s%s", i ? " " : "", paths[i]);
+	al_strv_free(paths, n);
+	return sb.buf ? al_strbuf_detach(&sb, NULL) : al_strdup("");
+}
+
+static void expect_taken(struct al_watch *w, const char *want)
+{
+	char *got = taken(w);
+
+	cr_assert_str_eq(got, want);
+	free(got);
+}
+
+static struct al_watch *started(void *skip)
+{
+	struct al_watch *w = al_watch_start(skip_named, skip);
+
+	cr_assert_not_null(w, "the watch starts: %s", strerror(errno));
+	return w;
+}
+
+Test(watch, reports_changed_new_and_removed_files_once_each, .init = unit_enter_tmpdir,
+     .fini = unit_leave_tmpdir)
+{
+	struct al_watch *w;
+
+	unit_write("a.txt", "a\n");
+	unit_write("sub/b.txt", "b\n");
+	w = started(NULL);
+	expect_taken(w, "");
+	unit_write("a.txt", "changed\n");
+	unit_write("a.txt", "changed again\n");
+	unit_write("c.txt", "new\n");
+	cr_assert_eq(unlink("sub/b.txt"), 0);
+	cr_assert_eq(chmod("c.txt", 0755), 0);
+	expect_taken(w, "a.txt c.txt sub/b.txt");
+	expect_taken(w, ""); /* each change is reported once */
+	al_watch_free(w);
+}
+
+Test(watch, reports_what_a_new_directory_holds_and_watches_it, .init = unit_enter_tmpdir,
+     .fini = unit_leave_tmpdir)
+{
+	struct al_watch *w = started(NULL);
+
+	unit_write("n/m/x.txt", "x\n");
+	expect_taken(w, "n n/m n/m/x.txt");
+	unit_write("n/m/y.txt", "y\n");
+	expect_taken(w, "n/m/y.txt");
+	al_watch_free(w);
+}
+
+Test(watch, leaves_out_git_and_skipped_directories, .init = unit_enter_tmpdir,
+     .fini = unit_leave_tmpdir)
+{
+	struct al_watch *w;
+
+	unit_write(".git/HEAD", "ref: refs/heads/main\n");
+	unit_write("build/out.o", "o\n");
+	w = started("build");
+	unit_write(".git/index", "i\n");
+	unit_write("build/out.o", "o2\n");
+	unit_write("kept.txt", "k\n");
+	expect_taken(w, "kept.txt");
+	al_watch_free(w);
+}
+
+Test(watch, is_not_trusted_after_a_directory_moved, .init = unit_enter_tmpdir,
+     .fini = unit_leave_tmpdir)
+{
+	struct al_watch *w;
+
+	unit_write("sub/b.txt", "b\n");
+	w = started(NULL);
+	cr_assert_eq(rename("sub", "moved"), 0);
+	expect_taken(w, "broken");
+	unit_write("c.txt", "c\n");
+	expect_taken(w, "broken"); /* it stays so */
+	al_watch_free(w);
+}
+
+Test(watch, is_not_trusted_when_a_repository_appears, .init = unit_enter_tmpdir,
+     .fini = unit_leave_tmpdir)
+{
+	struct al_watch *w = started(NULL);
+
+	unit_write("nested/.git/HEAD", "ref: refs/heads/main\n");
+	expect_taken(w, "broken");
+	al_watch_free(w);
+}
+
+Test(watch, is_not_trusted_after_an_overflow, .init = unit_enter_tmpdir,
+     .fini = unit_leave_tmpdir)
+{
+	struct al_watch *w;
+
+	setenv("AILOOP_WATCH_MAX_EVENTS", "5", 1);
+	w = started(NULL);
+	for (int i = 0; i < 10; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "f%d.txt", i);
+		unit_write(name, "x\n");
+	}
+	expect_taken(w, "broken");
+	al_watch_free(w);
+}
+
+Test(watch, fails_at_the_watch_limit, .init = unit_enter_tmpdir, .fini = unit_leave_tmpdir)
+{
+	struct al_watch *w;
+
+	unit_write("a/x.txt", "x\n");
+	setenv("AILOOP_WATCH_MAX_DIRS", "1", 1);
+	cr_assert_null(al_watch_start(skip_named, NULL), "two directories, a limit of one");
+	cr_assert_eq(errno, ENOSPC);
+	setenv("AILOOP_WATCH_MAX_DIRS", "2", 1);
+	w = started(NULL);
+	unit_write("b/y.txt", "y\n"); /* a third directory */
+	expect_taken(w, "broken");
+	al_watch_free(w);
+}
