@@ -1,5 +1,6 @@
 #include "ailoop/worktree.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/proc.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
@@ -78,6 +79,14 @@ static int prune(git_repository *repo, const char *name, bool directory)
 	return rc;
 }
 
+/* Removes lock file `path` if a kill left it (no process has it open). */
+static void clear_lock(char *path)
+{
+	if (access(path, F_OK) == 0 && !al_proc_file_in_use(path))
+		unlink(path);
+	free(path);
+}
+
 int al_worktree_ensure(const char *path, const char *name, const char *branch,
 		       const char *base_hex)
 {
@@ -87,12 +96,18 @@ int al_worktree_ensure(const char *path, const char *name, const char *branch,
 	git_worktree *wt = NULL;
 	git_worktree_add_options opts;
 	git_oid oid;
-	char *dotgit = al_xprintf("%s/.git", path);
+	char *dotgit = al_xprintf("%s/.git", path), *admin = NULL, *ready = NULL;
 	int rc;
 
 	git_worktree_add_options_init(&opts, GIT_WORKTREE_ADD_OPTIONS_VERSION);
 	if ((rc = open_repo(&repo)) < 0)
 		goto done;
+	admin = al_xprintf("%sworktrees/%s", git_repository_commondir(repo), name);
+	ready = al_xprintf("%s/ailoop-ready", admin);
+	/* what a kill left locked: the branch, the worktree's index and HEAD */
+	clear_lock(al_xprintf("%srefs/heads/%s.lock", git_repository_commondir(repo), branch));
+	clear_lock(al_xprintf("%s/index.lock", admin));
+	clear_lock(al_xprintf("%s/HEAD.lock", admin));
 	if (git_branch_lookup(&ref, repo, branch, GIT_BRANCH_LOCAL) < 0) {
 		if (git_oid_fromstr(&oid, base_hex) < 0 || git_commit_lookup(&base, repo, &oid) < 0 ||
 		    git_branch_create(&ref, repo, branch, base, 0) < 0) {
@@ -100,17 +115,25 @@ int al_worktree_ensure(const char *path, const char *name, const char *branch,
 			goto done;
 		}
 	}
-	if (access(dotgit, F_OK) == 0 && git_repository_open(&sub, path) == 0 &&
-	    git_worktree_lookup(&wt, repo, name) == 0)
+	if (access(ready, F_OK) == 0 && access(dotgit, F_OK) == 0 &&
+	    git_repository_open(&sub, path) == 0 && git_worktree_lookup(&wt, repo, name) == 0)
 		goto done; /* there: the child continues in it */
-	/* half-made, or never made: (again) from nothing */
-	if ((rc = prune(repo, name, false)) < 0 || (rc = al_remove_tree(path)) < 0 ||
-	    (rc = ignore_parent(path)) < 0)
+	/* half-made (killed while made), or never made: (again) from nothing */
+	if ((rc = prune(repo, name, false)) < 0 || (rc = al_remove_tree(admin)) < 0 ||
+	    (rc = al_remove_tree(path)) < 0 || (rc = ignore_parent(path)) < 0)
 		goto done;
 	opts.ref = ref;
-	if (git_worktree_add(&wt, repo, name, path, &opts) < 0)
+	if (git_worktree_add(&wt, repo, name, path, &opts) < 0) {
 		rc = fail("cannot create the child's worktree");
+		goto done;
+	}
+	/* made whole: the mark says so, once all of it is on disk */
+	al_durable_written();
+	if ((rc = al_durable_point()) == 0 && (rc = al_write_atomic(ready, "", 0)) == 0)
+		rc = al_durable_point();
 done:
+	free(ready);
+	free(admin);
 	git_worktree_free(wt);
 	git_repository_free(sub);
 	git_commit_free(base);
