@@ -66,7 +66,9 @@ bench_worktree() {
 		done
 		printf -- '---\nname: edit\ncommand: sh -c "echo changed >>d0/f0.txt; echo done"\n---\nEdit.\n' \
 			>.ai-loop/agents/edit.md
+		git config gc.auto 0 # no gc in the background of what is timed
 		git add -A && git commit -q -m "$f files"
+		git gc -q
 	)
 	flow() {
 		printf 'version: 1\nflow:\n  id: par\n  type: parallel\n  isolation: %s\n  children:\n' "$1"
