@@ -31,17 +31,102 @@
 #   ./scripts/bench.sh bigrepo     only the overhead per iteration in a repository
 #                                  of FILES=20,000 tracked files, one file changed
 #                                  per iteration, beside one `git status --porcelain`
+#   ./scripts/bench.sh worktree    only a parallel child's worktree: made,
+#                                  merged and removed by ailoop vs the git CLI
+#                                  in a repository of F=20,000 files
 #   N=500 L=20000 REPS=7 AILOOP=path ./scripts/bench.sh
 #   PROFILE=1 ./scripts/bench.sh   then where the instructions go (callgrind)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-full}
+
+# --- worktree: a parallel child's worktree, made, merged and removed -----------
+# In a repository of F tracked files, a parallel node of one child that
+# changes one file runs with isolation: worktree and with isolation:
+# shared; the difference is ailoop's cost of the child's worktree (made,
+# merged back with a merge commit, removed). Beside it: `git worktree add`
+# + `git merge --no-ff` + `git worktree remove` of the same change by the
+# git CLI (the child's own commit is not timed in either). Goal: 1.5x.
+bench_worktree() {
+	local f=${F:-20000} reps=${REPS:-3} tmp t0 t1 t2 i ours=() shared=() cli=() d
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/ailoop-bench-wt.XXXXXX")
+	trap 'rm -rf "$tmp"' RETURN
+	if [ -z "${AILOOP:-}" ]; then
+		cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+		cmake --build "$src/build" -j 2 --target ailoop >/dev/null
+		AILOOP=$src/build/ailoop
+	fi
+	export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com
+	export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+	export GIT_CONFIG_NOSYSTEM=1 HOME=$tmp NO_COLOR=1 AILOOP_FSYNC=0
+	mkdir -p "$tmp/template/.ai-loop/agents"
+	(
+		cd "$tmp/template"
+		git init -q -b main
+		for ((i = 0; i < f; i++)); do
+			[ $((i % 100)) -eq 0 ] && mkdir -p "d$((i / 100))"
+			echo "file $i" >"d$((i / 100))/f$i.txt"
+		done
+		printf -- '---\nname: edit\ncommand: sh -c "echo changed >>d0/f0.txt; echo done"\n---\nEdit.\n' \
+			>.ai-loop/agents/edit.md
+		git config gc.auto 0 # no gc in the background of what is timed
+		git add -A && git commit -q -m "$f files"
+		git gc -q
+	)
+	flow() {
+		printf 'version: 1\nflow:\n  id: par\n  type: parallel\n  isolation: %s\n  children:\n' "$1"
+		printf '    - {id: a, skill: edit, agent: .ai-loop/agents/edit.md}\n'
+	}
+	for ((i = 0; i < reps; i++)); do
+		for mode in worktree shared; do
+			d=$tmp/$mode-$i
+			cp -a "$tmp/template" "$d"
+			flow $mode >"$d/.ai-loop/flow.yaml"
+			git -C "$d" add -A && git -C "$d" commit -q -m flow
+			t0=$(date +%s%N)
+			(cd "$d" && "$AILOOP" run --quiet "bench" >/dev/null 2>&1) ||
+				{ echo "bench: the $mode run failed" >&2; return 1; }
+			t1=$(date +%s%N)
+			if [ $mode = worktree ]; then ours+=($((t1 - t0))); else shared+=($((t1 - t0))); fi
+		done
+		d=$tmp/cli-$i
+		cp -a "$tmp/template" "$d"
+		(
+			cd "$d"
+			t0=$(date +%s%N)
+			git worktree add -q -b child ../cli-wt-$i HEAD
+			t1=$(date +%s%N)
+			echo changed >>"../cli-wt-$i/d0/f0.txt"
+			git -C "../cli-wt-$i" commit -q -am change
+			t2=$(date +%s%N)
+			git merge -q --no-ff -m merge child
+			git worktree remove "../cli-wt-$i"
+			echo $((t1 - t0 + $(date +%s%N) - t2))
+		) >"$tmp/cli-$i.ns"
+		cli+=("$(cat "$tmp/cli-$i.ns")")
+	done
+	med() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+	local w s c
+	w=$(med "${ours[@]}") s=$(med "${shared[@]}") c=$(med "${cli[@]}")
+	awk -v w="$w" -v s="$s" -v c="$c" -v f="$f" -v r="$reps" 'BEGIN {
+		printf "worktree bench: %d tracked files, medians of %d\n", f, r
+		printf "  ailoop run, isolation: worktree   %8.1f ms\n", w / 1e6
+		printf "  ailoop run, isolation: shared     %8.1f ms\n", s / 1e6
+		printf "  ailoop worktree cost (difference) %8.1f ms\n", (w - s) / 1e6
+		printf "  git worktree add + merge + remove %8.1f ms\n", c / 1e6
+		printf "  ratio (goal <= 1.5)               %8.2f\n", (w - s) / c
+	}'
+}
+if [ "$mode" = worktree ]; then
+	bench_worktree
+	exit
+fi
 case $mode in
 full) N=${N:-200} L=${L:-10000} REPS=${REPS:-5} FLOW_NODES=${FLOW_NODES:-10000} ;;
 quick) N=${N:-10} L=${L:-200} REPS=${REPS:-3} FLOW_NODES=${FLOW_NODES:-1000} ;;
 conditions | report) ;;
 bigrepo) N=${N:-100} REPS=${REPS:-3} ;;
-*) echo "usage: scripts/bench.sh [quick | conditions | report | bigrepo]" >&2; exit 64 ;;
+*) echo "usage: scripts/bench.sh [quick | conditions | report | bigrepo | worktree]" >&2; exit 64 ;;
 esac
 
 # 10,000 evaluations over a memory of 100,000 keys (BENCH_CONDITIONS: a built binary)

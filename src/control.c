@@ -159,7 +159,7 @@ static int eval(struct al_node_run *nr, const struct al_condition *cond, bool *r
 	struct al_exec *ex = nr->ex;
 	char code[65] = "";
 	const char *envp[] = { NULL, NULL, NULL, NULL };
-	char *run_dir = al_xprintf("AILOOP_RUN_DIR=%s/%s", ex->root, ex->run->dir);
+	char *run_dir = al_xprintf("AILOOP_RUN_DIR=%s", ex->run->abs_dir);
 	char *node_path = al_xprintf("AILOOP_NODE_PATH=%s", nr->n->path);
 	char *run_id = al_xprintf("AILOOP_RUN_ID=%s", ex->run->st.run_id);
 	struct al_cond_env env = {

@@ -5,6 +5,7 @@
 #include "ailoop/proc.h"
 #include "ailoop/signals.h"
 #include "ailoop/util.h"
+#include "ailoop/worktree.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -123,7 +124,7 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 	fields = *f;
 	fields.run_start = first;
 	al_commit_message(&msg, &fields);
-	rc = al_git_commit_all(ex->git, msg.buf, ex->run->dir, oid);
+	rc = al_git_commit_all(ex->git, msg.buf, ex->isolated ? NULL : ex->run->dir, oid);
 	if (rc == 0) {
 		ex->commits++;
 		ex->run_committed = true;
@@ -437,6 +438,13 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 			     rc == AL_EINTR ? "interrupted" : al_errmsg());
 	}
 	/* else the run ended, and its last commit holds its run_end event */
+	if (rc == 0 && res->success) { /* parallel children's worktrees: done with */
+		char *wts = al_xprintf("%s/" AL_WORKTREES_DIR, ex->run->dir);
+
+		if (al_worktree_remove_all(wts) < 0)
+			fprintf(stderr, "ailoop: warning: %s\n", al_errmsg());
+		free(wts);
+	}
 done:
 	al_cond_cache_free(ex->cond_cache);
 	ex->cond_cache = NULL;

@@ -140,7 +140,7 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 {
 	static const char *const default_keys[] = { "runner", "agent_timeout_seconds",
 						    "action_agent", "termination", "executor",
-						    "slurm" };
+						    "slurm", "parallel_isolation" };
 	static const char *const on_error[] = { "fail-fast", "continue" };
 	struct al_flow *f = l->flow;
 	const char *name = k->str;
@@ -197,6 +197,11 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 			loader_agent_key(l, &l->default_action, val, s);
 			if (l->default_action.path)
 				f->action_agent = l->default_action.path;
+		} else if (!strcmp(s, "parallel_isolation")) {
+			static const char *const isolations[] = { "shared", "worktree" };
+
+			if (al_check_enum(&l->c, val, s, isolations, 2, &e))
+				f->parallel_isolation = (enum al_isolation)(AL_ISOLATION_SHARED + e);
 		} else if (!strcmp(s, "termination")) {
 			static const char *const keys[] = { "on_error", "no_progress_limit",
 							    "same_error_limit" };

@@ -55,7 +55,8 @@ static const char *const loop_reactree_keys[] = {
 };
 static const char *const children_keys[] = { "children" };
 static const char *const parallel_keys[] = {
-	"children", "success_threshold", "failure_threshold", "max_concurrency",
+	"children", "success_threshold", "failure_threshold", "max_concurrency", "isolation",
+	"on_conflict",
 };
 static const char *const conditional_keys[] = {
 	"condition", "true_branch", "then", "false_branch", "else",
@@ -485,6 +486,16 @@ static void parse_field(struct loader *l, struct al_node *n, const struct al_val
 		al_check_int(&l->c, v, key, 1, 100000, &n->failure_threshold);
 	} else if (!strcmp(key, "max_concurrency")) {
 		al_check_int(&l->c, v, key, 1, 1024, &n->max_concurrency);
+	} else if (!strcmp(key, "isolation")) {
+		static const char *const isolations[] = { "shared", "worktree" };
+
+		if (al_check_enum(&l->c, v, key, isolations, 2, &e))
+			n->isolation = (enum al_isolation)(AL_ISOLATION_SHARED + e);
+	} else if (!strcmp(key, "on_conflict")) {
+		static const char *const modes[] = { "fail", "skip" };
+
+		if (al_check_enum(&l->c, v, key, modes, 2, &e))
+			n->on_conflict = (enum al_on_conflict)e;
 	} else if (!strcmp(key, "true_branch") || !strcmp(key, "then")) {
 		if (n->then_branch)
 			loader_error(l, k->pos, "'then' and 'true_branch' are the same: give one");
@@ -667,6 +678,15 @@ static void check_node(struct loader *l, struct al_node *n, const struct al_val 
 			loader_error(l, al_val_get(v, "failure_threshold")->pos,
 			      "failure_threshold %d is more than the %zu children",
 			      n->failure_threshold, n->nchildren);
+		if (n->type == AL_NODE_PARALLEL && n->isolation == AL_ISOLATION_DEFAULT)
+			n->isolation = l->flow->parallel_isolation == AL_ISOLATION_WORKTREE
+					       ? AL_ISOLATION_WORKTREE
+					       : AL_ISOLATION_SHARED;
+		if (n->type == AL_NODE_PARALLEL && n->isolation != AL_ISOLATION_WORKTREE &&
+		    al_val_get(v, "on_conflict"))
+			loader_error(l, al_val_get(v, "on_conflict")->pos,
+				     "on_conflict needs 'isolation: worktree' (shared children "
+				     "have nothing to merge)");
 		if (n->type == AL_NODE_TRANSACTION && !al_val_get(v, "rollback_on"))
 			n->rollback_on = AL_ROLLBACK_FAILURE | AL_ROLLBACK_TIMEOUT;
 		break;

@@ -544,7 +544,8 @@ static int stage_own_files(git_index *index, git_repository *repo, const char *d
 			continue;
 		al_strbuf_addf(&path, "%s/%s", dir, de->d_name);
 		if (lstat(path.buf, &st) == 0) {
-			if (S_ISDIR(st.st_mode) && strcmp(de->d_name, "logs"))
+			if (S_ISDIR(st.st_mode) && strcmp(de->d_name, "logs") &&
+			    strcmp(de->d_name, "worktrees")) /* parallel children's */
 				rc = stage_own_files(index, repo, path.buf);
 			else if (S_ISREG(st.st_mode) && !unrecorded(path.buf) &&
 				 stat_differs(git_index_get_bypath(index, path.buf, 0), &st))

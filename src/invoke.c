@@ -19,6 +19,8 @@ const char *const al_role_names[4] = { "sensor", "controller", "actuator", "acti
 
 static char *absolute(const struct al_exec *ex, const char *rel)
 {
+	if (rel && rel[0] == '/') /* a parallel child's in its worktree */
+		return al_strdup(rel);
 	return rel ? al_xprintf("%s/%s", ex->root, rel) : al_strdup("");
 }
 

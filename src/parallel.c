@@ -1,9 +1,13 @@
 #include "ailoop/condition.h"
 #include "ailoop/exec.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/history.h"
+#include "ailoop/git.h"
+#include "ailoop/progress.h"
 #include "ailoop/memory.h"
 #include "ailoop/signals.h"
 #include "ailoop/util.h"
+#include "ailoop/worktree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +19,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /*
@@ -43,6 +48,15 @@
  * never run-state.md (the execution stack stops at the parallel node);
  * commits are serialized by an flock. It reports its end by its exit
  * code, and how many commits it made and an error through a pipe.
+ *
+ * With `isolation: worktree`, each child works in a git worktree of its
+ * own (<run>/worktrees/<child>, on branch <run branch>--<child> made from
+ * the node's start commit), made before it starts and kept until the run
+ * completes: its agents, sensors and commits happen there, while its
+ * states and events are written in the run's directory as usual (absolute
+ * paths). Its commits leave the run's files out: those are the parent's.
+ * Once the node has its result, the children that succeeded are merged
+ * into the run's branch in child order, a merge commit each (merge()).
  */
 
 enum { KID_COMPLETE, KID_FAILED, KID_INTERRUPTED, KID_ERROR };
@@ -104,6 +118,57 @@ static char *agents_record(const struct al_exec *ex, const struct al_node *c)
 	return path;
 }
 
+/* The child's worktree, its branch and git's name for it. Caller frees. */
+static char *wt_path(const struct al_exec *ex, const struct al_node *c)
+{
+	return al_xprintf("%s/" AL_WORKTREES_DIR "/%s", ex->run->abs_dir, c->id);
+}
+
+static char *wt_branch(const struct al_exec *ex, const struct al_node *c)
+{
+	const char *b = ex->run->st.branch;
+
+	return b && *b ? al_xprintf("%s--%s", b, c->id)
+		       : al_xprintf("ai-loop/%s--%s", ex->run->st.run_id, c->id);
+}
+
+static char *wt_name(const struct al_exec *ex, const struct al_node *c)
+{
+	return al_xprintf("ailoop-%s-%s", ex->run->st.run_id, c->id);
+}
+
+static bool isolated(const struct al_node *n)
+{
+	return n->isolation == AL_ISOLATION_WORKTREE;
+}
+
+/*
+ * The child process moves into its worktree: the run's files are named by
+ * absolute paths from then on, and its commits leave them out.
+ */
+static int enter_worktree(struct al_exec *ex, const struct al_node *c)
+{
+	char *path = wt_path(ex, c);
+	int rc = 0;
+
+	if (chdir(path) < 0) {
+		rc = al_err(AL_ERROR, "cannot enter worktree '%s': %s", path, strerror(errno));
+		free(path);
+		return rc;
+	}
+	free(ex->root);
+	ex->root = path;
+	free(ex->run->dir);
+	ex->run->dir = al_strdup(ex->run->abs_dir);
+	free(ex->run->state_path);
+	ex->run->state_path = al_xprintf("%s/run-state.md", ex->run->dir);
+	free(ex->run->events_path);
+	ex->run->events_path = al_xprintf("%s/events.jsonl", ex->run->dir);
+	ex->isolated = true;
+	ex->run_committed = true; /* its commits do not add the run's directory */
+	return 0;
+}
+
 /*
  * The child process: its own git handle, working memory, condition cache,
  * agents' record and signal pipe (nothing of the parent's that holds a
@@ -116,7 +181,7 @@ static void kid_main(struct al_node_run *nr, size_t k, int msg_fd, pid_t parent)
 	struct al_git *git = NULL;
 	struct al_result res = { 0 };
 	char *lock, *cache, *text;
-	int rc, code;
+	int rc, code = 0;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL); /* killed with the parent, like one process */
 	if (getppid() != parent)
@@ -128,14 +193,16 @@ static void kid_main(struct al_node_run *nr, size_t k, int msg_fd, pid_t parent)
 	ex->progress->tty = ex->progress->live = false; /* one line per step */
 	ex->base_frame = ex->nframes;
 	ex->commits_since = nr->st.base_commit;
-	ex->agents_file = agents_record(ex, c);
 	ex->commits = 0;
+	rc = isolated(nr->n) ? enter_worktree(ex, c) : 0;
+	ex->agents_file = agents_record(ex, c);
 	al_memory_free(ex->memory);
 	al_cond_cache_free(ex->cond_cache);
 	ex->memory = NULL;
 	ex->cond_cache = NULL;
 	cache = al_xprintf("%s/" AL_COND_CACHE_FILE, ex->run->dir);
-	rc = al_git_open(&git);
+	if (rc == 0)
+		rc = al_git_open(&git);
 	if (rc == 0)
 		rc = al_git_follow(git);
 	if (rc == 0) {
@@ -176,6 +243,19 @@ static int start(struct al_node_run *nr, struct kid *kids, size_t k)
 {
 	int fds[2];
 	pid_t pid, parent = getpid();
+
+	if (isolated(nr->n)) { /* its worktree first: made here, one at a time */
+		const struct al_node *c = nr->n->children[k];
+		char *path = wt_path(nr->ex, c), *name = wt_name(nr->ex, c);
+		char *branch = wt_branch(nr->ex, c);
+		int rc = al_worktree_ensure(path, name, branch, nr->st.base_commit);
+
+		free(path);
+		free(name);
+		free(branch);
+		if (rc < 0)
+			return rc;
+	}
 
 	/* the agents of a child that dies come here, to be reaped */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -355,6 +435,70 @@ static int skip_state(struct al_node_run *nr, const struct al_node *c)
 	return rc;
 }
 
+/*
+ * Merges the children that succeeded into the branch checked out here, in
+ * child order, a merge commit each; removes the worktree of each merged.
+ * A conflict: on_conflict fail stops there (the node fails with `conflict`
+ * in *msg), skip leaves that child unmerged. Done again after a kill,
+ * it finds the merges made and makes the rest.
+ */
+static int merge(struct al_node_run *nr, bool *conflict, char *msg, size_t size)
+{
+	struct al_exec *ex = nr->ex;
+	const struct al_node *n = nr->n;
+	char *here = NULL, oid[AL_OID_HEX];
+	int rc = al_git_head(ex->git, &here, oid);
+
+	*conflict = false;
+	for (size_t k = 0; k < n->nchildren && rc >= 0 && !*conflict; k++) {
+		const struct al_node *c = n->children[k];
+		char *branch, *name, *files = NULL, *summary;
+		struct al_strbuf text = AL_STRBUF_INIT;
+		struct al_commit_fields f = { 0 };
+
+		if (nr->st.done[k] != 'c')
+			continue; /* failed or stopped: its branch stays as it is */
+		branch = wt_branch(ex, c);
+		name = wt_name(ex, c);
+		summary = al_xprintf("merge %s", c->id);
+		f.node_path = n->path;
+		f.label = nr->st.label;
+		f.status = "running";
+		f.summary = summary;
+		f.sensors = "";
+		f.run_id = ex->run->st.run_id;
+		al_commit_message(&text, &f);
+		rc = al_worktree_merge(branch, text.buf, &files);
+		if (rc == 2) {
+			al_run_event(ex->run, "parallel_conflict", "{s:s, s:s, s:s, s:s}", "node",
+				     n->path, "child", c->id, "branch", branch, "files", files);
+			if (n->on_conflict == AL_CONFLICT_FAIL) {
+				snprintf(msg, size, "conflict: %s differ between '%s' and '%s'", files,
+					 here ? here : oid, branch);
+				*conflict = true;
+			} else {
+				al_progress_note(ex->progress, "ailoop: [%s] %s: child %s not merged: "
+						 "conflict in %s", nr->st.label, n->path, c->id, files);
+			}
+			rc = 0;
+		} else if (rc >= 0) {
+			if (rc == 1) {
+				ex->commits++;
+				al_run_event(ex->run, "parallel_merge", "{s:s, s:s, s:s}", "node",
+					     n->path, "child", c->id, "branch", branch);
+			}
+			rc = al_worktree_remove(name);
+		}
+		free(files);
+		free(summary);
+		al_strbuf_release(&text);
+		free(name);
+		free(branch);
+	}
+	free(here);
+	return rc < 0 ? rc : 0;
+}
+
 /* The node has its result: the skipped children's states, the event, the end. */
 static int conclude(struct al_node_run *nr, int err)
 {
@@ -380,6 +524,14 @@ static int conclude(struct al_node_run *nr, int err)
 	json_decref(skipped);
 	if (err == AL_EAGENT) /* a child ended the run in error: so does the node */
 		return al_node_finish(nr, "error", al_errmsg(), true, NULL);
+	if (isolated(n)) {
+		bool conflict;
+
+		if ((rc = merge(nr, &conflict, msg, sizeof(msg))) < 0)
+			return rc;
+		if (conflict)
+			return al_node_finish(nr, "failed", msg, false, NULL);
+	}
 	if (!(status = verdict(nr, msg, sizeof(msg)))) {
 		status = "failed"; /* every child ended, and neither threshold was reached */
 		snprintf(msg, sizeof(msg), "%d of %zu children succeeded: %d needed",

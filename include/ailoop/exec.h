@@ -103,6 +103,7 @@ struct al_exec {
 	int commit_lock;
 	const char *commits_since;
 	bool outer_break; /* break_loop ran for a loop of the parent process's */
+	bool isolated;    /* in a parallel child's worktree: commits leave the run's files out */
 };
 
 /* Runs (or continues) the run's root node; sets the run's final status. */

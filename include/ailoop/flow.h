@@ -48,6 +48,9 @@ enum al_node_type {
 enum al_exit_on { AL_EXIT_CONDITION_TRUE, AL_EXIT_CONDITION_FALSE, AL_EXIT_MANUAL_BREAK };
 enum al_on_error { AL_ON_ERROR_FAIL_FAST, AL_ON_ERROR_CONTINUE };
 enum al_strategy { AL_STRATEGY_DIRECT, AL_STRATEGY_COMPOSITE };
+/* parallel: where the children work (SPEC §3.1); DEFAULT: defaults.parallel_isolation */
+enum al_isolation { AL_ISOLATION_DEFAULT, AL_ISOLATION_SHARED, AL_ISOLATION_WORKTREE };
+enum al_on_conflict { AL_CONFLICT_FAIL, AL_CONFLICT_SKIP };
 
 /* A reference to an agent file, where the flow names it. */
 struct al_agent_ref {
@@ -105,6 +108,8 @@ struct al_node {
 	int success_threshold;
 	int failure_threshold;
 	int max_concurrency;
+	enum al_isolation isolation; /* never DEFAULT once loaded */
+	enum al_on_conflict on_conflict;
 
 	/* conditional */
 	struct al_node *then_branch;
@@ -139,6 +144,7 @@ struct al_flow {
 	int agent_timeout_seconds;
 	const char *action_agent;
 	enum al_on_error on_error;
+	enum al_isolation parallel_isolation; /* defaults.parallel_isolation: DEFAULT if not given */
 	int no_progress_limit; /* defaults.termination: each loop's unless it says otherwise */
 	int same_error_limit;
 	const char *converge_model; /* for every runner, NULL if none or per runner */

@@ -1,0 +1,43 @@
+#ifndef AILOOP_WORKTREE_H
+#define AILOOP_WORKTREE_H
+
+#include <stdbool.h>
+
+/*
+ * A parallel node's children in worktrees (isolation: worktree, SPEC
+ * §3.1): each child works in a git worktree of its own, on a branch made
+ * from the node's start commit, and the children that succeeded are
+ * merged back, one merge commit each. All of it works on the repository
+ * whose work tree is the current directory.
+ */
+
+/* <run_dir>/worktrees: where a run's worktrees live (ignored by git). */
+#define AL_WORKTREES_DIR "worktrees"
+
+/*
+ * Makes sure worktree `name` exists at `path` (absolute), on branch
+ * `branch`, which is made at commit `base_hex` if it does not exist. An
+ * existing worktree is kept as it is (a resumed child continues in it);
+ * one left half-made by a kill is made again.
+ */
+int al_worktree_ensure(const char *path, const char *name, const char *branch,
+		       const char *base_hex);
+
+/* Removes worktree `name` (its directory and git's record of it); keeps its branch. */
+int al_worktree_remove(const char *name);
+
+/* Removes every worktree under directory `dir` (a run's worktrees/), and the directory. */
+int al_worktree_remove_all(const char *dir);
+
+/*
+ * Merges branch `branch` into the checked-out branch: a three-way merge,
+ * a commit with both parents and `message`, and the work tree and index
+ * brought to it (ailoop's run files aside). Returns 1 if made; 0 if
+ * nothing was to be made (the branch is in HEAD's history already, as on
+ * a resume after the merge); 2 on a conflict, with *conflicts the
+ * conflicting files (", "-separated, caller frees), everything left as it
+ * was; an error < 0.
+ */
+int al_worktree_merge(const char *branch, const char *message, char **conflicts);
+
+#endif

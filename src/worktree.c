@@ -1,0 +1,323 @@
+#include "ailoop/worktree.h"
+#include "ailoop/fsutil.h"
+#include "ailoop/proc.h"
+#include "ailoop/strbuf.h"
+#include "ailoop/util.h"
+
+#include <git2.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+
+/*
+ * A parallel child's worktree and its merge back (isolation: worktree).
+ * Everything here is idempotent, so that a kill at any instant and a
+ * resume end as an uninterrupted run: a worktree that exists is kept, a
+ * half-made one made again, and a branch already in HEAD's history is
+ * not merged twice.
+ */
+
+static int fail(const char *what)
+{
+	const git_error *e = git_error_last();
+
+	return al_err(AL_ERROR, "%s: %s", what, e && e->message ? e->message : "unknown error");
+}
+
+static int open_repo(git_repository **repo)
+{
+	git_libgit2_init(); /* counted: balanced by git_libgit2_shutdown() */
+	if (git_repository_open_ext(repo, ".", 0, NULL) < 0) {
+		git_libgit2_shutdown();
+		return fail("cannot open the repository");
+	}
+	return 0;
+}
+
+static void close_repo(git_repository *repo)
+{
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+}
+
+/* The worktrees directory holds a .gitignore of "*": git never sees it, nor what is in it. */
+static int ignore_parent(const char *path)
+{
+	char *dir = al_strdup(path), *slash = strrchr(dir, '/'), *ignore;
+	int rc = 0;
+
+	if (slash)
+		*slash = '\0';
+	ignore = al_xprintf("%s/.gitignore", dir);
+	if (al_mkdirs(dir) < 0)
+		rc = al_err(AL_ERROR, "cannot create '%s': %s", dir, strerror(errno));
+	else if (access(ignore, F_OK) < 0)
+		rc = al_write_atomic(ignore, "*\n", 2);
+	free(ignore);
+	free(dir);
+	return rc;
+}
+
+/* Forgets worktree `name` (a kill left it half-made, or it is done with). */
+static int prune(git_repository *repo, const char *name, bool directory)
+{
+	git_worktree *wt = NULL;
+	git_worktree_prune_options opts = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
+	int rc = 0;
+
+	if (git_worktree_lookup(&wt, repo, name) < 0)
+		return 0; /* git has no record of it */
+	opts.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_LOCKED |
+		     (directory ? GIT_WORKTREE_PRUNE_WORKING_TREE : 0);
+	if (git_worktree_prune(wt, &opts) < 0)
+		rc = fail("cannot remove a worktree");
+	git_worktree_free(wt);
+	return rc;
+}
+
+/* Removes lock file `path` if a kill left it (no process has it open). */
+static void clear_lock(char *path)
+{
+	if (access(path, F_OK) == 0 && !al_proc_file_in_use(path))
+		unlink(path);
+	free(path);
+}
+
+int al_worktree_ensure(const char *path, const char *name, const char *branch,
+		       const char *base_hex)
+{
+	git_repository *repo = NULL, *sub = NULL;
+	git_reference *ref = NULL;
+	git_commit *base = NULL;
+	git_worktree *wt = NULL;
+	git_worktree_add_options opts;
+	git_oid oid;
+	char *dotgit = al_xprintf("%s/.git", path), *admin = NULL, *ready = NULL;
+	int rc;
+
+	git_worktree_add_options_init(&opts, GIT_WORKTREE_ADD_OPTIONS_VERSION);
+	if ((rc = open_repo(&repo)) < 0)
+		goto done;
+	admin = al_xprintf("%sworktrees/%s", git_repository_commondir(repo), name);
+	ready = al_xprintf("%s/ailoop-ready", admin);
+	/* what a kill left locked: the branch, the worktree's index and HEAD */
+	clear_lock(al_xprintf("%srefs/heads/%s.lock", git_repository_commondir(repo), branch));
+	clear_lock(al_xprintf("%s/index.lock", admin));
+	clear_lock(al_xprintf("%s/HEAD.lock", admin));
+	if (git_branch_lookup(&ref, repo, branch, GIT_BRANCH_LOCAL) < 0) {
+		if (git_oid_fromstr(&oid, base_hex) < 0 || git_commit_lookup(&base, repo, &oid) < 0 ||
+		    git_branch_create(&ref, repo, branch, base, 0) < 0) {
+			rc = fail("cannot create the child's branch");
+			goto done;
+		}
+	}
+	if (access(ready, F_OK) == 0 && access(dotgit, F_OK) == 0 &&
+	    git_repository_open(&sub, path) == 0 && git_worktree_lookup(&wt, repo, name) == 0)
+		goto done; /* there: the child continues in it */
+	/* half-made (killed while made), or never made: (again) from nothing */
+	if ((rc = prune(repo, name, false)) < 0 || (rc = al_remove_tree(admin)) < 0 ||
+	    (rc = al_remove_tree(path)) < 0 || (rc = ignore_parent(path)) < 0)
+		goto done;
+	opts.ref = ref;
+	if (git_worktree_add(&wt, repo, name, path, &opts) < 0) {
+		rc = fail("cannot create the child's worktree");
+		goto done;
+	}
+	/* made whole: the mark says so, once all of it is on disk */
+	al_durable_written();
+	if ((rc = al_durable_point()) == 0 && (rc = al_write_atomic(ready, "", 0)) == 0)
+		rc = al_durable_point();
+done:
+	free(ready);
+	free(admin);
+	git_worktree_free(wt);
+	git_repository_free(sub);
+	git_commit_free(base);
+	git_reference_free(ref);
+	if (repo)
+		close_repo(repo);
+	free(dotgit);
+	return rc;
+}
+
+int al_worktree_remove(const char *name)
+{
+	git_repository *repo = NULL;
+	int rc = open_repo(&repo);
+
+	if (rc == 0) {
+		rc = prune(repo, name, true);
+		close_repo(repo);
+	}
+	return rc;
+}
+
+int al_worktree_remove_all(const char *dir)
+{
+	git_repository *repo = NULL;
+	git_strarray names = { 0 };
+	char *real = realpath(dir, NULL);
+	int rc = 0;
+
+	if (!real)
+		return 0; /* no worktrees */
+	if ((rc = open_repo(&repo)) < 0) {
+		free(real);
+		return rc;
+	}
+	if (git_worktree_list(&names, repo) < 0)
+		rc = fail("cannot list the worktrees");
+	for (size_t i = 0; rc == 0 && i < names.count; i++) {
+		git_worktree *wt = NULL;
+
+		if (git_worktree_lookup(&wt, repo, names.strings[i]) == 0 &&
+		    al_starts_with(git_worktree_path(wt), real))
+			rc = prune(repo, names.strings[i], true);
+		git_worktree_free(wt);
+	}
+	git_strarray_dispose(&names);
+	close_repo(repo);
+	if (rc == 0)
+		rc = al_remove_tree(real);
+	free(real);
+	return rc;
+}
+
+/* The conflicting files of a merge's index, ", "-separated. */
+static char *conflict_list(git_index *index)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	git_index_conflict_iterator *it = NULL;
+	const git_index_entry *anc, *ours, *theirs;
+
+	if (git_index_conflict_iterator_new(&it, index) < 0)
+		return al_strdup("?");
+	while (git_index_conflict_next(&anc, &ours, &theirs, it) == 0) {
+		const git_index_entry *e = ours ? ours : theirs ? theirs : anc;
+
+		al_strbuf_addf(&sb, "%s%s", sb.len ? ", " : "", e->path);
+	}
+	git_index_conflict_iterator_free(it);
+	return sb.buf ? sb.buf : al_strdup("?");
+}
+
+/* The paths that differ between two trees: what the merge changes in the work tree. */
+static int changed_paths(git_repository *repo, git_tree *a, git_tree *b, git_strarray *out)
+{
+	git_diff *diff = NULL;
+	size_t n;
+
+	if (git_diff_tree_to_tree(&diff, repo, a, b, NULL) < 0)
+		return fail("cannot compare the merge with HEAD");
+	n = git_diff_num_deltas(diff);
+	out->strings = al_calloc(n ? n : 1, sizeof(char *));
+	out->count = 0;
+	for (size_t i = 0; i < n; i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
+
+		out->strings[out->count++] = al_strdup(d->new_file.path ? d->new_file.path
+									: d->old_file.path);
+	}
+	git_diff_free(diff);
+	return 0;
+}
+
+int al_worktree_merge(const char *branch, const char *message, char **conflicts)
+{
+	git_repository *repo = NULL;
+	git_reference *head = NULL, *theirs_ref = NULL, *moved = NULL;
+	git_commit *ours = NULL, *theirs = NULL;
+	git_index *merged = NULL;
+	git_tree *tree = NULL, *ours_tree = NULL;
+	git_signature *sig = NULL;
+	git_strarray paths = { 0 };
+	git_oid tree_oid, commit_oid;
+	git_checkout_options co;
+	int rc;
+
+	*conflicts = NULL;
+	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
+	if ((rc = open_repo(&repo)) < 0)
+		return rc;
+	if (git_repository_head(&head, repo) < 0 ||
+	    git_commit_lookup(&ours, repo, git_reference_target(head)) < 0 ||
+	    git_branch_lookup(&theirs_ref, repo, branch, GIT_BRANCH_LOCAL) < 0 ||
+	    git_commit_lookup(&theirs, repo, git_reference_target(theirs_ref)) < 0) {
+		rc = fail("cannot read the branches to merge");
+		goto done;
+	}
+	/* in HEAD's history already: merged before a kill, or nothing done */
+	if (git_oid_equal(git_commit_id(ours), git_commit_id(theirs)) ||
+	    git_graph_descendant_of(repo, git_commit_id(ours), git_commit_id(theirs)) == 1) {
+		rc = 0;
+		goto done;
+	}
+	if (git_merge_commits(&merged, repo, ours, theirs, NULL) < 0) {
+		rc = fail("cannot merge");
+		goto done;
+	}
+	if (git_index_has_conflicts(merged)) {
+		*conflicts = conflict_list(merged);
+		rc = 2;
+		goto done;
+	}
+	if (git_index_write_tree_to(&tree_oid, merged, repo) < 0 ||
+	    git_tree_lookup(&tree, repo, &tree_oid) < 0 || git_commit_tree(&ours_tree, ours) < 0) {
+		rc = fail("cannot write the merged tree");
+		goto done;
+	}
+	/* the work tree and index: the files the merge changes, and only those */
+	if ((rc = changed_paths(repo, ours_tree, tree, &paths)) < 0)
+		goto done;
+	if (paths.count) {
+		co.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH;
+		co.paths = paths;
+		if (git_checkout_tree(repo, (git_object *)tree, &co) < 0) {
+			rc = fail("cannot write the merge to the work tree");
+			goto done;
+		}
+	}
+	al_crash_point("merge-checkout");
+	if (git_signature_default(&sig, repo) < 0 &&
+	    git_signature_now(&sig, "ailoop", "ailoop@localhost") < 0) {
+		rc = fail("cannot make the merge's signature");
+		goto done;
+	}
+	if (git_commit_create(&commit_oid, repo, NULL, sig, sig, NULL, message, tree, 2,
+			      (const git_commit *[]){ ours, theirs }) < 0) {
+		rc = fail("cannot commit the merge");
+		goto done;
+	}
+	al_durable_written();
+	if ((rc = al_durable_point()) < 0)
+		goto done;
+	if (git_reference_create_matching(&moved, repo, git_reference_name(head), &commit_oid, 1,
+					  git_commit_id(ours), "merge: ailoop") < 0) {
+		rc = fail("cannot move the branch to the merge");
+		goto done;
+	}
+	al_durable_written();
+	if ((rc = al_durable_point()) < 0)
+		goto done;
+	al_crash_point("merged");
+	rc = 1;
+done:
+	for (size_t i = 0; i < paths.count; i++)
+		free(paths.strings[i]);
+	free(paths.strings);
+	git_signature_free(sig);
+	git_tree_free(ours_tree);
+	git_tree_free(tree);
+	git_index_free(merged);
+	git_commit_free(theirs);
+	git_commit_free(ours);
+	git_reference_free(moved);
+	git_reference_free(theirs_ref);
+	git_reference_free(head);
+	close_repo(repo);
+	return rc;
+}

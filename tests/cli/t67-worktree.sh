@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# isolation: worktree: each child of a parallel node works in a git
+# worktree of its own (.ai-loop/runs/<id>/worktrees/<child>, on branch
+# <run branch>--<child>), never sees its siblings' edits, and the children
+# that succeeded are merged back in child order, a merge commit each; the
+# worktrees go when the run completes and stay when it fails.
+. "$(dirname "$0")/lib.sh"
+
+export RV
+
+# wt_repo NAME ATTRS ID:SKILL...: a repository with a 8-line shared.txt
+# whose flow is a parallel node `par` with isolation: worktree (ATTRS:
+# extra keys) and one `edit` action per ID:SKILL; then runs it
+wt_repo() {
+	local name=$1 attrs=$2 skill
+	shift 2
+	R=$TEST_TMP/$name RV=$TEST_TMP/$name.rv
+	mkdir -p "$RV"
+	new_repo "$R"
+	mkdir -p "$R/.ai-loop/agents"
+	printf 'one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n' >"$R/shared.txt"
+	cat >"$R/.ai-loop/agents/edit.md" <<'MD'
+---
+name: edit
+command: sh .ai-loop/agents/edit.sh
+---
+Edit as the skill says.
+MD
+	# line-N-TEXT: line N of shared.txt becomes TEXT; see-X-Y: writes X,
+	# says so in $RV, waits for Y's mark, fails if Y's file is here;
+	# fail-*: exits 1
+	cat >"$R/.ai-loop/agents/edit.sh" <<'SH'
+skill=$(sed -n 's/^Skill: //p' "$AILOOP_TASK_FILE")
+case $skill in
+line-*)
+	rest=${skill#line-}
+	sed -i "${rest%%-*}s/.*/${rest#*-}/" shared.txt
+	;;
+see-*)
+	pair=${skill#see-}
+	me=${pair%%-*} other=${pair#*-}
+	echo "$me" >"$me.txt"
+	touch "$RV/$me"
+	i=0
+	while [ ! -e "$RV/$other" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -e "$other.txt" ] && { echo "saw $other.txt"; exit 1; }
+	;;
+fail-*) echo "failed $skill"; exit 1 ;;
+esac
+echo "did $skill"
+SH
+	{
+		printf 'version: 1\nflow:\n  id: par\n  type: parallel\n  isolation: %s\n' "${ISOLATION:-worktree}"
+		[ -z "$attrs" ] || printf '  %s\n' "$attrs"
+		printf '  children:\n'
+		for skill in "$@"; do
+			printf '    - {id: %s, skill: %s, agent: .ai-loop/agents/edit.md}\n' \
+				"${skill%%:*}" "${skill#*:}"
+		done
+	} >"$R/.ai-loop/flow.yaml"
+	commit_all "$R"
+	cd "$R"
+	run "$AILOOP" run "in worktrees"
+}
+
+worktrees() { git worktree list | wc -l | tr -d ' '; }
+merges() { git log --merges --format=%s | sed 's/.* — //' | tac | tr '\n' ','; }
+
+# --- four children, the same file in four places: merged cleanly -------------------------
+wt_repo four "" a:line-1-ONE b:line-3-THREE c:line-5-FIVE d:line-7-SEVEN
+expect_rc 0 "four children editing one file in different places: the run completes"
+expect_eq "$(tr '\n' ' ' <shared.txt)" "ONE two THREE four FIVE six SEVEN eight " "every child's edit is in the merged file"
+expect_eq "$(git show HEAD:shared.txt | tr '\n' ' ')" "ONE two THREE four FIVE six SEVEN eight " "and in the run's last commit"
+expect_eq "$(merges)" "merge a,merge b,merge c,merge d," "one merge commit per child, in child order"
+expect_eq "$(git log --merges --format=%P | awk '{print NF}' | sort -u)" "2" "each merge commit has two parents"
+expect_in "$(git log --merges -1 --format=%B)" "[node-path] par" "the merge commit carries SPEC §6 trailers"
+# (run-state.md: a run whose first commit is its last records start-commit after it)
+expect_eq "$(git status --porcelain -- . ':!.ai-loop/runs')" "" "the work tree ends clean"
+expect_eq "$(worktrees)" "1" "the worktrees are removed when the run completes"
+expect_eq "$(git worktree prune -n -v)" "" "git worktree prune has nothing to do"
+expect_in "$(git branch --list 'ai-loop/*')" "ai-loop/in-worktrees--a" "each child's branch is named after the run's branch"
+
+# --- two children change the same line: on_conflict fail (the default) ---------------------
+wt_repo conflict "" a:line-2-A b:line-2-B c:line-4-C
+expect_rc 1 "a conflict fails the run"
+expect_in "$out$err" "conflict: shared.txt differ between 'ai-loop/in-worktrees' and 'ai-loop/in-worktrees--b'" \
+	"the conflict names the file and both branches"
+expect_eq "$(merges)" "merge a," "the children before the conflict are merged, none after"
+expect_eq "$(tr '\n' ' ' <shared.txt)" "one A three four five six seven eight " \
+	"the work tree holds the merges made, nothing half-merged"
+expect_eq "$(git status --porcelain -- . ':!.ai-loop/runs')" "" "no conflict markers or other changes are left"
+expect_eq "$(sed -n 's/^status: //p' .ai-loop/runs/run_*/nodes/par/orchestrator-output.md)" "failed" \
+	"the parallel node failed"
+expect_eq "$(worktrees)" "3" "the unmerged children's worktrees stay when the run fails"
+[ -d .ai-loop/runs/run_*/worktrees/b ] && pass || fail "the conflicting child's worktree is kept"
+[ ! -d .ai-loop/runs/run_*/worktrees/a ] && pass || fail "a merged child's worktree is removed"
+expect_in "$(git branch --list 'ai-loop/*')" "ai-loop/in-worktrees--b" "the conflicting child's branch stays"
+expect_in "$(cat .ai-loop/runs/run_*/events.jsonl)" '"event":"parallel_conflict"' "a parallel_conflict event"
+
+# --- on_conflict: skip: that child is left unmerged, the others go on ------------------------
+wt_repo skip "on_conflict: skip" a:line-2-A b:line-2-B c:line-4-C
+expect_rc 0 "on_conflict skip: the run completes"
+expect_eq "$(merges)" "merge a,merge c," "the conflicting child is skipped, the next merged"
+expect_eq "$(tr '\n' ' ' <shared.txt)" "one A three C five six seven eight " "the merged edits only"
+expect_in "$err" "child b not merged: conflict in shared.txt" "the skip is said"
+expect_in "$(git branch --list 'ai-loop/*')" "ai-loop/in-worktrees--b" "the skipped child's branch stays"
+expect_eq "$(worktrees)" "1" "the worktrees are removed when the run completes"
+
+# --- a child never sees its siblings' edits; a failed child is not merged ---------------------
+wt_repo see "success_threshold: 2
+  failure_threshold: 2" x:see-x-y y:see-y-x z:fail-z
+expect_rc 0 "two of three children succeed: the node succeeds"
+expect_eq "$(cat .ai-loop/runs/run_*/nodes/par/x/result-output.md | sed -n 's/^status: //p')" "complete" \
+	"child x did not see y's file, written at the same time"
+expect_eq "$(cat .ai-loop/runs/run_*/nodes/par/y/result-output.md | sed -n 's/^status: //p')" "complete" \
+	"child y did not see x's file"
+expect_eq "$(merges)" "merge x,merge y," "the succeeded children are merged, the failed one not"
+expect_eq "$(ls x.txt y.txt 2>&1 | tr '\n' ' ')" "x.txt y.txt " "both children's files are in the main work tree"
+expect_in "$(git branch --list 'ai-loop/*')" "ai-loop/in-worktrees--z" "the failed child's branch stays"
+expect_in "$(git log --format=%s ai-loop/in-worktrees--z -1)" "ai-loop[par > z]: iteration 0 — action" \
+	"its branch holds its commit, for inspection"
+
+# --- isolation: shared is what the parallel node did before -------------------------------
+# (one child: two `sed -i` of one file at once in one work tree race)
+ISOLATION=shared wt_repo shared "" a:line-2-A
+expect_rc 0 "isolation shared: the run completes"
+expect_eq "$(git log --merges --format=%s)" "" "shared children make no merge commits"
+expect_eq "$(tr '\n' ' ' <shared.txt)" "one A three four five six seven eight " "the edit made in the one work tree"
+expect_eq "$(worktrees)" "1" "no worktree was made"
+
+# --- bad values: file:line:col errors ----------------------------------------------------
+R=$TEST_TMP/bad
+loop_repo "$R" item
+cd "$R"
+printf 'version: 1\nflow:\n  id: par\n  type: parallel\n  isolation: sandbox\n  children:\n    - {id: a, skill: x, agent: .ai-loop/agents/step.md}\n' >.ai-loop/flow.yaml
+run "$AILOOP" validate
+expect_rc 65 "a bad isolation value is a flow error"
+expect_in "$err" ".ai-loop/flow.yaml:5:14: error:" "the error is at the value"
+expect_in "$err" "sandbox" "the error names the value"
+printf 'version: 1\nflow:\n  id: par\n  type: parallel\n  isolation: worktree\n  on_conflict: merge\n  children:\n    - {id: a, skill: x, agent: .ai-loop/agents/step.md}\n' >.ai-loop/flow.yaml
+run "$AILOOP" validate
+expect_rc 65 "a bad on_conflict value is a flow error"
+expect_in "$err" ".ai-loop/flow.yaml:6:16: error:" "the on_conflict error is at the value"
+printf 'version: 1\nflow:\n  id: par\n  type: parallel\n  on_conflict: skip\n  children:\n    - {id: a, skill: x, agent: .ai-loop/agents/step.md}\n' >.ai-loop/flow.yaml
+run "$AILOOP" validate
+expect_rc 65 "on_conflict without worktree isolation is a flow error"
+expect_in "$err" ".ai-loop/flow.yaml:5:16: error: on_conflict needs 'isolation: worktree'" \
+	"the error says what it needs"
+printf 'version: 1\ndefaults:\n  parallel_isolation: private\nflow:\n  id: par\n  type: parallel\n  children:\n    - {id: a, skill: x, agent: .ai-loop/agents/step.md}\n' >.ai-loop/flow.yaml
+run "$AILOOP" validate
+expect_rc 65 "a bad defaults.parallel_isolation is a flow error"
+expect_in "$err" ".ai-loop/flow.yaml:3:23: error:" "the defaults error is at the value"
+
+# --- defaults.parallel_isolation: worktree applies to every parallel node --------------------
+printf 'version: 1\ndefaults:\n  parallel_isolation: worktree\nflow:\n  id: par\n  type: parallel\n  children:\n    - {id: a, skill: write-a, agent: .ai-loop/agents/step.md}\n    - {id: b, skill: plain, agent: .ai-loop/agents/step.md}\n' >.ai-loop/flow.yaml
+commit_all "$R"
+run "$AILOOP" run "by default"
+expect_rc 0 "defaults.parallel_isolation worktree: the run completes"
+expect_eq "$(git log --merges --format=%s | wc -l | tr -d ' ')" "2" "its children were merged"
+expect_eq "$(cat created-write-a.txt)" "new" "the child's file is in the main work tree"
+
+# --- a sensor in a child sees its own worktree only ---------------------------------------
+# child x writes x.txt; child watch is a loop whose sensor, run after x
+# wrote it, passes only if x.txt is absent where it looks
+R=$TEST_TMP/sensor RV=$TEST_TMP/sensor.rv
+mkdir -p "$RV"
+loop_repo "$R" item
+cp "$TEST_TMP/see/.ai-loop/agents/edit."* "$R/.ai-loop/agents/"
+cat >"$R/.ai-loop/agents/peek.md" <<'MD'
+---
+name: peek
+command: sh .ai-loop/agents/peek.sh
+target: no sibling's file here
+---
+MD
+cat >"$R/.ai-loop/agents/peek.sh" <<'SH'
+i=0
+while [ ! -e "$RV/x" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -e "$RV/x" ] || { echo "x never wrote"; exit 1; }
+[ -e x.txt ] && { echo "sees x.txt"; exit 1; }
+echo "x.txt not here"
+SH
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: par
+  type: parallel
+  isolation: worktree
+  children:
+    - {id: x, skill: see-x-watch, agent: .ai-loop/agents/edit.md}
+    - id: watch
+      type: loop
+      controller: builtin:all-pass
+      sensors: [.ai-loop/agents/peek.md]
+      actuator: {strategy: direct, agent: .ai-loop/agents/noop.md}
+      max_iterations: 2
+YAML
+commit_all "$R"
+cd "$R"
+touch "$RV/watch" # (x waits for no one)
+run "$AILOOP" run "sensor isolation"
+expect_rc 0 "the child's sensor passes: it never sees its sibling's file"
+expect_in "$(git log --format=%B | grep '^\[sensors\]' | head -5)" "peek" "the sensor ran"
+expect_eq "$(cat x.txt)" "x" "the sibling's file is merged afterwards"
+
+finish

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The kill test of a parallel node with isolation: worktree: a sequence
+# runs an action, a parallel node of two actions in worktrees (each
+# writing a file of its own), and an action. The run is killed at every
+# crash point of its reference run (the children's processes' and the
+# merges' included); one `ailoop resume` must end it like the reference:
+# the same commits (merge commits included), the same tree, a clean
+# `git fsck --strict` and work tree, no worktree left, the same status.
+. "$(dirname "$0")/lib.sh"
+
+T=$TEST_TMP
+loop_repo "$T/template" x
+scripted_agents "$T/template" action
+cat >"$T/template/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+defaults:
+  action_agent: .ai-loop/agents/action.md
+flow:
+  id: main
+  type: sequence
+  children:
+    - {id: first, skill: first}
+    - id: par
+      type: parallel
+      isolation: worktree
+      children:
+        - {id: a, skill: a}
+        - {id: b, skill: b}
+    - {id: last, skill: last}
+YAML
+cat >"$T/plan" <<'PLAN'
+creates "$skill-$AILOOP_ITERATION.txt"
+PLAN
+export PLAN=$T/plan
+unset TRAIL
+commit_all "$T/template"
+
+# the run branch's own line of commits in order, then every commit sorted
+# (the children's, on their branches, come in either order), then how many
+# worktrees are left
+canonical() {
+	git -C "$1" log --first-parent --reverse --format=%s | sed 's/ — .*//'
+	triples "$1" | sort
+	git -C "$1" worktree list | wc -l
+}
+
+cp -a "$T/template" "$T/reference"
+cd "$T/reference"
+ref_rc=$({ AILOOP_CRASH_LOG="$T/points" "$AILOOP" run --quiet "deliver it" >/dev/null 2>&1; echo $?; })
+ref_triples=$(canonical "$T/reference")
+ref_tree=$(code_tree "$T/reference")
+ref_status=$(run_status)
+total=$(wc -l <"$T/points")
+expect_eq "$ref_rc $ref_status" "0 complete" "the reference run succeeds"
+expect_eq "$(git log --first-parent --reverse --format=%s | sed -n 's/^ai-loop\[.*\]: iteration //p' | tr '\n' ,)" \
+	"0 — did first,0 — merge a,0 — merge b,0 — did last,0 — all 3 children succeeded," \
+	"the reference run's line: the merges of the children, in child order"
+expect_eq "$(git log --format=%s ai-loop/deliver-it--a | sed -n 1p)" "ai-loop[main > par > a]: iteration 0 — did a" \
+	"a child's commit is on its branch"
+expect_eq "$(git worktree list | wc -l)" "1" "no worktree is left"
+expect_eq "$(git ls-files | grep -v '^\.ai-loop/' | tr '\n' ' ')" \
+	"README a-0.txt b-0.txt first-0.txt last-0.txt todo.txt " "the reference run's files"
+grep -q merge-checkout "$T/points" && pass || fail "the merges' crash points are counted"
+
+lock_free() {
+	local i=0
+	while ! flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do sleep 0.02; i=$((i + 1)); done
+	[ $i -lt 100 ]
+}
+
+kill_each_point "$T/template" "deliver it" canonical lock_free
+
+finish
