@@ -9,58 +9,17 @@
 STEPS=15
 export AILOOP_WATCH_TRACE=1
 
-# repo NAME: the project the agent works on, and its loop of STEPS iterations
-repo() {
-	R=$TEST_TMP/$1
-	new_repo "$R"
-	mkdir -p "$R/.ai-loop/agents" "$R/vendor" "$R/old/dir" "$R/moved"
-	printf '*.log\nvendor/\n' >"$R/.gitignore"
-	printf 'kept\n' >"$R/vendor/kept.txt"
-	printf 'a\n' >"$R/old/dir/a.txt"
-	printf 'plain\n' >"$R/plain.txt"
-	printf 'm\n' >"$R/moved/m.txt"
-	cp "$FIXTURES/watch/mutate.sh" "$R/.ai-loop/agents/mutate.sh"
-	printf -- '---\nname: mutate\ncommand: sh .ai-loop/agents/mutate.sh\n---\n' \
-		>"$R/.ai-loop/agents/mutate.md"
-	printf -- '---\nname: steps\ncommand: s=$(cat "$STEP" 2>/dev/null || echo 0); echo "at $s"; test $s -ge %d\n---\n' \
-		"$STEPS" >"$R/.ai-loop/agents/steps.md"
-	cat >"$R/.ai-loop/flow.yaml" <<YAML
-version: 1
-flow:
-  id: mutate
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/steps.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/mutate.md}
-  termination: {max_iterations: $STEPS}
-YAML
-	git -C "$R" add -A && git -C "$R" add -f vendor/kept.txt &&
-		git -C "$R" commit -q -m "set up"
-}
-
-# trees DIR: each ailoop commit's tree, the run's own files aside: "mode type id path" lines
-trees() {
-
-	local c
-	for c in $(git -C "$1" rev-list --reverse HEAD); do
-		echo "== $(git -C "$1" log -1 --format=%s "$c" | sed 's/^ai-loop\[[^]]*\]//')"
-		git -C "$1" ls-tree -r "$c" | grep -v '	\.ai-loop/runs/'
-	done
-}
+. "$FIXTURES/watch/project.sh"
 
 # watched: each run in its own repository; $STEP counts the agent's steps
 export STEP
-STEP=$TEST_TMP/step-watched
-repo watched
-cd "$R"
+watch_project watched
 AILOOP_WATCH_MAX_EVENTS=400 run "$AILOOP" run "mutate the tree"
 expect_rc 0 "watched run: completes"
 watched_err=$err
 expect_eq "$(cat "$STEP")" "$STEPS" "watched run: the agent took every step"
 
-STEP=$TEST_TMP/step-scanned
-repo scanned
-cd "$R"
+watch_project scanned
 AILOOP_WATCH=0 run "$AILOOP" run "mutate the tree"
 expect_rc 0 "full-scan run: completes"
 scanned_err=$err
