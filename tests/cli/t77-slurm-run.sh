@@ -45,19 +45,25 @@ run git fsck --strict
 expect_rc 0 "fsck after a run on slurm"
 check_history "$R"
 
+# gated_step NAME: a run in $TEST_TMP/NAME (R) whose actuator waits on slurm
+# while $GATE exists; its ailoop's pid and the step's job id
+gated_step() {
+	R=$TEST_TMP/$1
+	loop_repo "$R" a b
+	one_loop "$R" gated.md "" "" "executor: slurm"
+	commit_all "$R"
+	cd "$R"
+	touch "$GATE"
+	rm -f "$STARTED"
+	"$AILOOP" run "fix all" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+	pid=$!
+	wait_for "$STARTED" 30 && pass || fail "$1: the actuator started on slurm"
+	for _ in $(seq 50); do [ -n "$(ls .ai-loop/runs/run_*/logs/slurm 2>/dev/null)" ] && break; sleep 0.1; done
+	job=$(squeue -h -o %i -n fix | head -n 1)
+}
+
 # --- SIGINT during a long step: paused, no job left, resumable ---------------------------
-R=$TEST_TMP/interrupted
-loop_repo "$R" a b
-one_loop "$R" gated.md "" "" "executor: slurm"
-commit_all "$R"
-cd "$R"
-touch "$GATE"
-rm -f "$STARTED"
-"$AILOOP" run "fix all" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
-pid=$!
-wait_for "$STARTED" 30 && pass || fail "the actuator started on slurm"
-for _ in $(seq 50); do [ -n "$(ls .ai-loop/runs/run_*/logs/slurm 2>/dev/null)" ] && break; sleep 0.1; done
-job=$(squeue -h -o %i -n fix | head -n 1)
+gated_step interrupted
 [ -n "$job" ] && pass || fail "the step is in squeue under the node's name"
 run "$AILOOP" status
 expect_in "$out" "slurm step:   job $job: fix actuator" "status shows the running step's job id"
@@ -102,18 +108,7 @@ expect_in "$(cat .ai-loop/runs/run_*/events.jsonl)" '"role":"actuator","name":nu
 	"the timed-out step's job id is recorded"
 
 # --- ailoop killed during a step: resume cancels the job it left -------------------------
-R=$TEST_TMP/killed
-loop_repo "$R" a b
-one_loop "$R" gated.md "" "" "executor: slurm"
-commit_all "$R"
-cd "$R"
-touch "$GATE"
-rm -f "$STARTED"
-"$AILOOP" run "fix all" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
-pid=$!
-wait_for "$STARTED" 30 && pass || fail "the actuator started on slurm"
-for _ in $(seq 50); do [ -n "$(ls .ai-loop/runs/run_*/logs/slurm 2>/dev/null)" ] && break; sleep 0.1; done
-job=$(squeue -h -o %i -n fix | head -n 1)
+gated_step killed
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 run "$AILOOP" status
