@@ -159,6 +159,27 @@ export GIT_CONFIG_NOSYSTEM=1 HOME=$tmp NO_COLOR=1
 
 now_ns() { date +%s%N; }
 
+# count_flow MAX: the counting loop's flow (its sensor and actuator are
+# .ai-loop/agents/sensor.md and actuator.md), at most MAX iterations
+count_flow() {
+	cat >.ai-loop/flow.yaml <<YAML
+version: 1
+flow:
+  id: count
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator: {strategy: direct, agent: .ai-loop/agents/actuator.md}
+  termination: {max_iterations: $1}
+YAML
+}
+
+# increment_agent: the actuator that adds one to ./count
+increment_agent() {
+	printf -- '---\nname: increment\ncommand: echo $(($(cat count) + 1)) >count\n---\n' \
+		>.ai-loop/agents/actuator.md
+}
+
 # the report of a run of R iterations: goals 5 MB, 1 s to write, 2 s to show
 report() {
 	local r=${R:-1000} t size page shown empty shown_cpu empty_cpu TIMEFORMAT='%R %U %S'
@@ -174,18 +195,8 @@ metrics:
   count: 'count: (\d+)'
 ---
 MD
-	printf -- '---\nname: increment\ncommand: echo $(($(cat count) + 1)) >count\n---\n' \
-		>.ai-loop/agents/actuator.md
-	cat >.ai-loop/flow.yaml <<YAML
-version: 1
-flow:
-  id: count
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/actuator.md}
-  termination: {max_iterations: $r}
-YAML
+	increment_agent
+	count_flow "$r"
 	git add -A
 	git commit -q -m "count from 0"
 	AILOOP_FSYNC=0 "$AILOOP" run --quiet "count to $r" >/dev/null
@@ -233,18 +244,8 @@ bigrepo() {
 	echo 0 >count
 	printf -- '---\nname: count\ncommand: '"'"'c=$(cat count); echo "count $c"; test "$c" -ge %d'"'"'\n---\n' \
 		"$n" >.ai-loop/agents/sensor.md
-	printf -- '---\nname: increment\ncommand: echo $(($(cat count) + 1)) >count\n---\n' \
-		>.ai-loop/agents/actuator.md
-	cat >.ai-loop/flow.yaml <<YAML
-version: 1
-flow:
-  id: count
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/actuator.md}
-  termination: {max_iterations: $n}
-YAML
+	increment_agent
+	count_flow "$n"
 	git add -A
 	git commit -q -m "count from 0 beside $files files"
 	git status --porcelain >/dev/null
@@ -348,16 +349,7 @@ name: increment
 command: '$actuator'
 ---
 MD
-	cat >.ai-loop/flow.yaml <<YAML
-version: 1
-flow:
-  id: count
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/actuator.md}
-  termination: {max_iterations: $N}
-YAML
+	count_flow "$N"
 	git add -A
 	git commit -q -m "count from 0"
 }
