@@ -144,7 +144,8 @@ Writes its own file.
 MD
 	{
 		printf 'version: 1\nflow:\n  id: par\n  type: parallel\n'
-		[ -z "$2" ] || printf '  %s\n' "$2"
+		shift
+		[ $# -eq 0 ] || printf '  %s\n' "$@"
 		printf '  children:\n'
 		for c in w1 w2 w3 w4; do
 			printf '    - {id: %s, agent: .ai-loop/agents/writer.md}\n' "$c"
@@ -154,7 +155,7 @@ MD
 	cd "$R"
 	run "$AILOOP" run "write in parallel"
 }
-par_repo par-local ""
+par_repo par-local
 expect_rc 0 "parallel run locally"
 ref_commits=$(triples "$R" | sort)
 ref_tree=$(code_tree "$R" | grep -v flow.yaml)
@@ -165,6 +166,22 @@ expect_eq "$(code_tree "$R" | grep -v flow.yaml)" "$ref_tree" "the same tree on 
 expect_eq "$(grep -c '"event":"slurm_step"' .ai-loop/runs/run_*/events.jsonl)" 4 \
 	"each child's agent ran as a slurm step"
 expect_eq "$(squeue -h | wc -l)" 0 "squeue is empty after the parallel run"
+check_history "$R"
+
+# the same with each child in its own worktree, merged back
+par_repo par-wt-local "isolation: worktree"
+expect_rc 0 "parallel run in worktrees locally"
+ref_commits=$(triples "$R" | sort)
+ref_tree=$(code_tree "$R" | grep -v flow.yaml)
+expect_eq "$(git log --merges --format=%s | wc -l)" 4 "one merge commit per child"
+par_repo par-wt-slurm "isolation: worktree" "executor: slurm"
+expect_rc 0 "parallel run in worktrees on slurm"
+expect_eq "$(triples "$R" | sort)" "$ref_commits" "worktrees: the same commits on slurm as locally"
+expect_eq "$(code_tree "$R" | grep -v flow.yaml)" "$ref_tree" "worktrees: the same tree on slurm as locally"
+expect_eq "$(git ls-tree --name-only ai-loop/write-in-parallel--w3 | grep out-)" "out-w3.txt" \
+	"worktrees: a child's step wrote in its own worktree, committed on its branch"
+expect_eq "$(git worktree list | wc -l)" 1 "worktrees: none left after the run"
+expect_eq "$(squeue -h | wc -l)" 0 "worktrees: squeue is empty after the run"
 check_history "$R"
 
 finish
