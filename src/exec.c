@@ -128,10 +128,15 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 	if (rc == 0) {
 		ex->commits++;
 		ex->run_committed = true;
-		if (first && !ex->run->forked) { /* where `ailoop log` starts, without a walk */
+		/*
+		 * Where `ailoop log` starts, without a walk. It goes into
+		 * run-state.md with the state's next save, so into the next
+		 * commit: saved now, it would leave the tree changed after a
+		 * run of one commit (whose log needs no shortcut).
+		 */
+		if (first && !ex->run->forked) {
 			free(ex->run->st.start_commit);
 			ex->run->st.start_commit = al_strdup(oid);
-			al_run_save(ex->run);
 		}
 		al_progress_note(ex->progress, "ailoop: [%s] %s: %s%s%s", f->label, f->node_path,
 				 f->summary, f->sensors && *f->sensors ? " | " : "",

@@ -82,4 +82,19 @@ expect_eq "$("$AILOOP" log --oneline | head -1 | cut -d' ' -f1)" "${second:0:9}"
 expect_eq "$("$AILOOP" log --json | jq -r '.[].commit' | grep -c "^${start}$")" 0 \
 	"the second run's log leaves out the first run's commits"
 
+# a run of one commit (a single action): the record is not written after
+# it, so the work tree is clean and the log shows the one commit
+R=$T/single
+new_repo "$R"
+mkdir -p "$R/.ai-loop/agents"
+printf -- '---\nname: act\ncommand: echo hi >out.txt\n---\n' >"$R/.ai-loop/agents/act.md"
+printf 'version: 1\nflow:\n  id: one\n  type: action\n  agent: .ai-loop/agents/act.md\n' \
+	>"$R/.ai-loop/flow.yaml"
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run --quiet "act once"
+expect_rc 0 "a run of one commit completes"
+expect_eq "$(git status --porcelain)" "" "a run of one commit leaves the work tree clean"
+expect_eq "$("$AILOOP" log --oneline | wc -l)" 1 "its log shows its one commit"
+
 finish
