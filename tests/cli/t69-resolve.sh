@@ -33,7 +33,7 @@ sed -i "${rest%%-*}s/.*/${rest#*-}/" shared.txt
 echo "did $skill"
 SH
 	# the resolvers: each notes where it ran, its task and the markers it saw
-	for r in ok markers fail; do
+	for r in ok markers fail killed; do
 		printf -- '---\nname: resolve-%s\ncommand: sh .ai-loop/agents/resolve.sh %s\n---\nResolve the conflict.\n' \
 			"$r" "$r" >"$R/.ai-loop/agents/resolve-$r.md"
 	done
@@ -45,6 +45,17 @@ case $1 in
 ok) printf 'one\nAB\nthree\nfour\nfive\nsix\nseven\neight\n' >shared.txt ;;
 markers) echo "left it" ;;
 fail) echo "cannot resolve"; exit 3 ;;
+killed) # the first time: half a resolution, then ailoop is killed
+	if [ ! -e "$RV/killed" ]; then
+		touch "$RV/killed" half.txt
+		echo half >shared.txt
+		p=$PPID
+		while [ "$(cat /proc/$p/comm)" != ailoop ]; do p=$(awk '{print $4}' /proc/$p/stat); done
+		kill -9 "$p"
+		sleep 5
+	fi
+	printf 'one\nAB\nthree\nfour\nfive\nsix\nseven\neight\n' >shared.txt
+	;;
 esac
 echo "resolved: $1"
 SH
@@ -83,7 +94,8 @@ expect_eq "$(tr '\n' ' ' <shared.txt)" "one AB three C five six seven eight " \
 expect_eq "$(git show HEAD:shared.txt | tr '\n' ' ')" "one AB three C five six seven eight " \
 	"and so does the run's last commit"
 expect_in "$(cat "$RV/seen")" "<<<<<<< " "the resolver saw git's conflict markers"
-expect_in "$(cat "$RV/seen")" ">>>>>>> ai-loop/resolve--b" "the markers name the child's branch"
+expect_in "$(cat "$RV/seen")" "<<<<<<< ai-loop/resolve" "the markers name the run's branch"
+expect_in "$(cat "$RV/seen")" ">>>>>>> ai-loop/resolve--b" "and the child's branch"
 expect_eq "$(cat "$RV/cwd")" "$(cd .ai-loop/runs/run_* && pwd)/worktrees/b.resolve" \
 	"the resolver ran in a worktree of its own under the run's worktrees"
 expect_in "$(cat "$RV/task")" "Resolve the merge conflict in shared.txt" "the resolver's task names the file"
@@ -96,6 +108,19 @@ expect_not_in "$(git branch --list)" "resolve--b.resolve" "no branch is left for
 expect_in "$(cat .ai-loop/runs/run_*/events.jsonl)" '"event":"parallel_resolve"' "a parallel_resolve event"
 [ -s .ai-loop/runs/run_*/nodes/par/resolve.b/logs/actuator.log ] && pass ||
 	fail "the resolver's log is in the node's resolve.b directory"
+
+# --- ailoop killed while the resolver works: one resume resolves it again, once ---------------
+res_repo killed resolve-killed
+expect_rc 137 "ailoop is killed during the resolution"
+run "$AILOOP" resume
+expect_rc 0 "one resume completes the run"
+expect_eq "$(merges)" "merge a,merge b, resolved by .ai-loop/agents/resolve-killed.md,merge c," 	"each child merged once, in child order"
+expect_eq "$(tr '\n' ' ' <shared.txt)" "one AB three C five six seven eight " "the resolved merge"
+expect_in "$(cat "$RV/seen")" "<<<<<<< " "the resolver's worktree was made again, with the markers"
+expect_eq "$(ls half.txt 2>&1 >/dev/null | wc -l | tr -d ' ')" "1" \
+	"nothing of the killed resolution is in the work tree"
+expect_eq "$(clean)" "" "git status is clean"
+expect_eq "$(worktrees)" "1" "the worktrees are gone"
 
 # --- the resolver leaves markers: the node fails with conflict ---------------------------------
 res_repo markers resolve-markers
