@@ -449,7 +449,7 @@ int al_worktree_conflicted(const char *path, const char *name, const char *branc
 	if (git_worktree_add(&wt, repo, name, path, &opts) < 0 ||
 	    git_repository_open(&sub, path) < 0 ||
 	    git_repository_set_head_detached(sub, git_commit_id(ours)) < 0 ||
-	    git_branch_delete(tmp) < 0) {
+	    git_reference_delete(tmp) < 0) { /* (git_branch_delete() leaks in libgit2 1.5) */
 		rc = fail("cannot create the resolver's worktree");
 		goto done;
 	}
