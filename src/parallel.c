@@ -564,26 +564,19 @@ static int merge(struct al_node_run *nr, bool *conflict, char *msg, size_t size)
 				     n->path, "child", c->id, "branch", branch, "files", files);
 			if (n->on_conflict == AL_CONFLICT_AGENT) {
 				rc = resolve(nr, c, branch, here ? here : oid, files, msg, size);
-				if (rc == 0)
-					*conflict = true;
-				else if (rc == 1)
+				*conflict = rc == 0; /* not resolved: as on_conflict fail */
+				if (rc == 1)
 					rc = al_worktree_remove(name);
-				free(files);
-				free(summary);
-				al_strbuf_release(&text);
-				free(name);
-				free(branch);
-				continue;
-			}
-			if (n->on_conflict == AL_CONFLICT_FAIL) {
+			} else if (n->on_conflict == AL_CONFLICT_FAIL) {
 				snprintf(msg, size, "conflict: %s differ between '%s' and '%s'", files,
 					 here ? here : oid, branch);
 				*conflict = true;
+				rc = 0;
 			} else {
 				al_progress_note(ex->progress, "ailoop: [%s] %s: child %s not merged: "
 						 "conflict in %s", nr->st.label, n->path, c->id, files);
+				rc = 0;
 			}
-			rc = 0;
 		} else if (rc >= 0) {
 			if (rc == 1) {
 				ex->commits++;
@@ -608,7 +601,7 @@ static int conclude(struct al_node_run *nr, int err)
 	const struct al_node *n = nr->n;
 	json_t *skipped = json_array();
 	const char *status;
-	char msg[200];
+	char msg[512]; /* a conflict names files, branches and why a resolver failed */
 	int rc = 0;
 
 	for (size_t k = 0; k < n->nchildren && rc == 0; k++) {
