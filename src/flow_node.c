@@ -422,6 +422,37 @@ static void action_agent(struct loader *l, struct al_node *n, const struct al_va
 	free(k);
 }
 
+/* A parallel node's `on_conflict`: fail, skip, or {agent: PATH} (a resolver agent). */
+static void parse_on_conflict(struct loader *l, struct al_node *n, const struct al_val *v)
+{
+	static const char *const modes[] = { "fail", "skip" };
+	const struct al_val *agent = NULL;
+	int e;
+
+	if (v->kind != AL_VAL_MAP) {
+		if (v->kind == AL_VAL_SCALAR) {
+			if (al_check_enum(&l->c, v, "on_conflict", modes, 2, &e))
+				n->on_conflict = (enum al_on_conflict)e;
+		} else {
+			loader_error(l, v->pos, "on_conflict must be fail, skip or {agent: PATH}");
+		}
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		if (!strcmp(AL_VAL_KEY(v, i)->str, "agent"))
+			agent = AL_VAL_VALUE(v, i);
+		else
+			loader_error(l, AL_VAL_KEY(v, i)->pos, "unknown key '%s' in on_conflict "
+				     "(expected: agent)", AL_VAL_KEY(v, i)->str);
+	}
+	if (!agent) {
+		loader_error(l, v->pos, "on_conflict needs 'agent: PATH' (the resolver agent)");
+		return;
+	}
+	n->on_conflict = AL_CONFLICT_AGENT;
+	loader_agent_key(l, &n->resolver, agent, "agent");
+}
+
 static void parse_field(struct loader *l, struct al_node *n, const struct al_val *k,
 			const struct al_val *v, const struct al_val **max_it,
 			const struct al_val **timeout)
@@ -492,10 +523,7 @@ static void parse_field(struct loader *l, struct al_node *n, const struct al_val
 		if (al_check_enum(&l->c, v, key, isolations, 2, &e))
 			n->isolation = (enum al_isolation)(AL_ISOLATION_SHARED + e);
 	} else if (!strcmp(key, "on_conflict")) {
-		static const char *const modes[] = { "fail", "skip" };
-
-		if (al_check_enum(&l->c, v, key, modes, 2, &e))
-			n->on_conflict = (enum al_on_conflict)e;
+		parse_on_conflict(l, n, v);
 	} else if (!strcmp(key, "true_branch") || !strcmp(key, "then")) {
 		if (n->then_branch)
 			loader_error(l, k->pos, "'then' and 'true_branch' are the same: give one");

@@ -284,11 +284,13 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 			goto done;
 		call->argv = al_slurm_argv(&c->node->slurm, call->argv, c->node->path,
 					   left_s > INT_MAX ? INT_MAX : (int)left_s,
-					   getcwd(cwd, sizeof(cwd)) ? cwd : ex->root);
+					   c->cwd ? c->cwd
+						  : getcwd(cwd, sizeof(cwd)) ? cwd : ex->root);
 	}
 	call->spec.name = call->log_path;
 	call->spec.argv = (const char *const *)call->argv;
 	call->spec.env = (const char *const *)call->env;
+	call->spec.cwd = c->cwd;
 	call->spec.deadline_ms = deadline;
 	call->spec.tick = al_progress_tick;
 	call->spec.tick_data = ex->progress;

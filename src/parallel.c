@@ -2,6 +2,7 @@
 #include "ailoop/exec.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/history.h"
+#include "ailoop/invoke.h"
 #include "ailoop/git.h"
 #include "ailoop/progress.h"
 #include "ailoop/memory.h"
@@ -436,6 +437,95 @@ static int skip_state(struct al_node_run *nr, const struct al_node *c)
 }
 
 /*
+ * on_conflict {agent: PATH}: child `c`'s merge conflicts in `files`. The
+ * resolver agent works in a worktree of its own (<run>/worktrees/<child>.resolve,
+ * at the run branch's commit, the conflicted merge written there with its
+ * markers), with the actuator role and its artifacts in
+ * <node>/resolve.<child>; then the merge is made with its files, unless it
+ * failed or left a marker: *msg says why, and the resolver's worktree stays.
+ * Returns 1 if merged, 0 if not, AL_EINTR or an error < 0 (then a resume
+ * makes the resolver's worktree again and runs it again).
+ */
+static int resolve(struct al_node_run *nr, const struct al_node *c, const char *branch,
+		   const char *here, const char *files, char *msg, size_t size)
+{
+	struct al_exec *ex = nr->ex;
+	const struct al_node *n = nr->n;
+	char *path = al_xprintf("%s/" AL_WORKTREES_DIR "/%s.resolve", ex->run->abs_dir, c->id);
+	char *name = al_xprintf("ailoop-%s-%s.resolve", ex->run->st.run_id, c->id);
+	char *dir = al_xprintf("%s/resolve.%s", nr->dir, c->id);
+	char *out = al_xprintf("%s/resolve-output.md", dir), *task_path = al_xprintf("%s/task.md", dir);
+	char *task = al_xprintf("Resolve the merge conflict in %s, between branch '%s' (ours, the "
+				"run's branch) and branch '%s' (theirs, child '%s' of parallel node "
+				"'%s'). The working directory holds the merge with git's conflict "
+				"markers: edit %s so that they hold both changes as they should and "
+				"no conflict marker line is left. Do not commit.\n",
+				files, here, branch, c->id, n->path, files);
+	char *summary = al_xprintf("merge %s, resolved by %s", c->id, n->resolver.path);
+	char *left = NULL;
+	struct al_strbuf text = AL_STRBUF_INIT;
+	struct al_commit_fields f = { 0 };
+	struct al_call call;
+	struct al_call_ctx ctx = {
+		.agent = n->resolver.agent, .role = AL_ROLE_ACTUATOR, .node = n,
+		.label = nr->st.label, .dir = dir, .output = out, .task = task,
+		.deadline_ms = nr->deadline, .cwd = path,
+	};
+	int rc;
+
+	if ((rc = al_mkdirs(dir)) < 0 || (rc = al_write_atomic(task_path, task, strlen(task))) < 0 ||
+	    (rc = al_worktree_conflicted(path, name, branch)) < 0)
+		goto done;
+	al_run_event(ex->run, "parallel_resolve", "{s:s, s:s, s:s, s:s}", "node", n->path, "child",
+		     c->id, "agent", n->resolver.path, "files", files);
+	al_progress_step(ex->progress, nr->st.label, n->path, "resolve", "%s: %s",
+			 n->resolver.path, files);
+	rc = al_call_run(ex, &ctx, &call);
+	al_call_release(&call);
+	if (rc == AL_EAGENT) {
+		snprintf(msg, size, "conflict: %s differ between '%s' and '%s'; resolver failed: %s",
+			 files, here, branch, al_errmsg());
+		rc = 0;
+		goto done;
+	}
+	if (rc < 0)
+		goto done;
+	f.node_path = n->path;
+	f.label = nr->st.label;
+	f.status = "running";
+	f.summary = summary;
+	f.sensors = "";
+	f.run_id = ex->run->st.run_id;
+	al_commit_message(&text, &f);
+	rc = al_worktree_merge_resolved(branch, text.buf, path, &left);
+	if (rc == 2) {
+		snprintf(msg, size, "conflict: %s differ between '%s' and '%s'; the resolver left "
+			 "conflict markers in %s", files, here, branch, left);
+		rc = 0;
+	} else if (rc >= 0) {
+		if (rc == 1) {
+			ex->commits++;
+			al_run_event(ex->run, "parallel_merge", "{s:s, s:s, s:s, s:s}", "node",
+				     n->path, "child", c->id, "branch", branch, "resolver",
+				     n->resolver.path);
+		}
+		rc = al_worktree_remove(name);
+		rc = rc < 0 ? rc : 1;
+	}
+done:
+	al_strbuf_release(&text);
+	free(left);
+	free(summary);
+	free(task);
+	free(task_path);
+	free(out);
+	free(dir);
+	free(name);
+	free(path);
+	return rc;
+}
+
+/*
  * Merges the children that succeeded into the branch checked out here, in
  * child order, a merge commit each; removes the worktree of each merged.
  * A conflict: on_conflict fail stops there (the node fails with `conflict`
@@ -472,15 +562,21 @@ static int merge(struct al_node_run *nr, bool *conflict, char *msg, size_t size)
 		if (rc == 2) {
 			al_run_event(ex->run, "parallel_conflict", "{s:s, s:s, s:s, s:s}", "node",
 				     n->path, "child", c->id, "branch", branch, "files", files);
-			if (n->on_conflict == AL_CONFLICT_FAIL) {
+			if (n->on_conflict == AL_CONFLICT_AGENT) {
+				rc = resolve(nr, c, branch, here ? here : oid, files, msg, size);
+				*conflict = rc == 0; /* not resolved: as on_conflict fail */
+				if (rc == 1)
+					rc = al_worktree_remove(name);
+			} else if (n->on_conflict == AL_CONFLICT_FAIL) {
 				snprintf(msg, size, "conflict: %s differ between '%s' and '%s'", files,
 					 here ? here : oid, branch);
 				*conflict = true;
+				rc = 0;
 			} else {
 				al_progress_note(ex->progress, "ailoop: [%s] %s: child %s not merged: "
 						 "conflict in %s", nr->st.label, n->path, c->id, files);
+				rc = 0;
 			}
-			rc = 0;
 		} else if (rc >= 0) {
 			if (rc == 1) {
 				ex->commits++;
@@ -505,7 +601,7 @@ static int conclude(struct al_node_run *nr, int err)
 	const struct al_node *n = nr->n;
 	json_t *skipped = json_array();
 	const char *status;
-	char msg[200];
+	char msg[512]; /* a conflict names files, branches and why a resolver failed */
 	int rc = 0;
 
 	for (size_t k = 0; k < n->nchildren && rc == 0; k++) {

@@ -234,6 +234,8 @@ static int spawn(struct child *c)
 		posix_spawn_file_actions_adddup2(&fa, in[0], 0);
 	else
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (c->spec->cwd)
+		posix_spawn_file_actions_addchdir_np(&fa, c->spec->cwd);
 	posix_spawnattr_init(&attr);
 	sigemptyset(&mask);
 	sigemptyset(&defaults);

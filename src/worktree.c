@@ -226,7 +226,80 @@ static int changed_paths(git_repository *repo, git_tree *a, git_tree *b, git_str
 	return 0;
 }
 
-int al_worktree_merge(const char *branch, const char *message, char **conflicts)
+/* True if text `buf` holds a conflict marker line ("<<<<<<< ", "=======", ">>>>>>> "). */
+static bool has_markers(const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len;) {
+		const char *line = buf + i, *nl = memchr(line, '\n', len - i);
+		size_t n = nl ? (size_t)(nl - line) : len - i;
+
+		if (n && line[n - 1] == '\r')
+			n--;
+		if ((n >= 8 && (!memcmp(line, "<<<<<<< ", 8) || !memcmp(line, ">>>>>>> ", 8))) ||
+		    (n == 7 && !memcmp(line, "=======", 7)))
+			return true;
+		i = nl ? (size_t)(nl - buf) + 1 : len;
+	}
+	return false;
+}
+
+/*
+ * Takes each conflicting file of `merged` from directory `dir` (the
+ * resolver's worktree): its content as the merge's, or gone if the file
+ * is. The files that still hold conflict markers go to *left (", "-
+ * separated), and the index keeps their conflicts.
+ */
+static int take_resolved(git_repository *repo, git_index *merged, const char *dir, char **left)
+{
+	struct al_strbuf bad = AL_STRBUF_INIT;
+	git_index_conflict_iterator *it = NULL;
+	const git_index_entry *anc, *ours, *theirs;
+	git_index_entry *entries = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (git_index_conflict_iterator_new(&it, merged) < 0)
+		return fail("cannot read the merge's conflicts");
+	while (git_index_conflict_next(&anc, &ours, &theirs, it) == 0) {
+		const git_index_entry *e = ours ? ours : theirs ? theirs : anc;
+
+		entries = al_realloc(entries, (n + 1) * sizeof(*entries));
+		memset(&entries[n], 0, sizeof(*entries));
+		entries[n].path = al_strdup(e->path);
+		entries[n].mode = e->mode;
+		n++;
+	}
+	git_index_conflict_iterator_free(it);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		git_index_entry *e = &entries[i];
+		char *file = al_xprintf("%s/%s", dir, e->path);
+		struct al_strbuf text = AL_STRBUF_INIT;
+		struct stat sb;
+
+		if (lstat(file, &sb) < 0) { /* the resolver deleted it */
+			if (git_index_conflict_remove(merged, e->path) < 0)
+				rc = fail("cannot resolve a conflict");
+		} else if ((rc = al_strbuf_read_file(&text, file, 0)) < 0) {
+			/* said */
+		} else if (has_markers(text.buf, text.len)) {
+			al_strbuf_addf(&bad, "%s%s", bad.len ? ", " : "", e->path);
+		} else if (git_blob_create_from_buffer(&e->id, repo, text.buf, text.len) < 0 ||
+			   git_index_conflict_remove(merged, e->path) < 0 ||
+			   git_index_add(merged, e) < 0) {
+			rc = fail("cannot resolve a conflict");
+		}
+		al_strbuf_release(&text);
+		free(file);
+	}
+	for (size_t i = 0; i < n; i++)
+		free((char *)entries[i].path);
+	free(entries);
+	*left = bad.len ? al_strbuf_detach(&bad, NULL) : NULL;
+	return rc;
+}
+
+static int merge_into(const char *branch, const char *message, const char *resolved,
+		      char **conflicts)
 {
 	git_repository *repo = NULL;
 	git_reference *head = NULL, *theirs_ref = NULL, *moved = NULL;
@@ -260,8 +333,12 @@ int al_worktree_merge(const char *branch, const char *message, char **conflicts)
 		rc = fail("cannot merge");
 		goto done;
 	}
+	if (git_index_has_conflicts(merged) && resolved &&
+	    (rc = take_resolved(repo, merged, resolved, conflicts)) < 0)
+		goto done;
 	if (git_index_has_conflicts(merged)) {
-		*conflicts = conflict_list(merged);
+		if (!*conflicts)
+			*conflicts = conflict_list(merged);
 		rc = 2;
 		goto done;
 	}
@@ -318,6 +395,81 @@ done:
 	git_reference_free(moved);
 	git_reference_free(theirs_ref);
 	git_reference_free(head);
+	close_repo(repo);
+	return rc;
+}
+
+int al_worktree_merge(const char *branch, const char *message, char **conflicts)
+{
+	return merge_into(branch, message, NULL, conflicts);
+}
+
+int al_worktree_merge_resolved(const char *branch, const char *message, const char *dir,
+			       char **left)
+{
+	return merge_into(branch, message, dir, left);
+}
+
+int al_worktree_conflicted(const char *path, const char *name, const char *branch)
+{
+	git_repository *repo = NULL, *sub = NULL;
+	git_reference *head = NULL, *tmp = NULL, *theirs_ref = NULL;
+	git_commit *ours = NULL;
+	git_worktree *wt = NULL;
+	git_annotated_commit *theirs = NULL;
+	git_worktree_add_options opts;
+	git_merge_options mo;
+	git_checkout_options co;
+	char *admin = NULL;
+	int rc;
+
+	git_worktree_add_options_init(&opts, GIT_WORKTREE_ADD_OPTIONS_VERSION);
+	git_merge_options_init(&mo, GIT_MERGE_OPTIONS_VERSION);
+	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
+	if ((rc = open_repo(&repo)) < 0)
+		return rc;
+	admin = al_xprintf("%sworktrees/%s", git_repository_commondir(repo), name);
+	clear_lock(al_xprintf("%srefs/heads/%s.lock", git_repository_commondir(repo), name));
+	/* whatever a kill left of an earlier one goes: it is made from nothing */
+	if ((rc = prune(repo, name, false)) < 0 || (rc = al_remove_tree(admin)) < 0 ||
+	    (rc = al_remove_tree(path)) < 0 || (rc = ignore_parent(path)) < 0)
+		goto done;
+	if (git_repository_head(&head, repo) < 0 ||
+	    git_commit_lookup(&ours, repo, git_reference_target(head)) < 0 ||
+	    git_branch_lookup(&theirs_ref, repo, branch, GIT_BRANCH_LOCAL) < 0) {
+		rc = fail("cannot read the branches to merge");
+		goto done;
+	}
+	/* a branch only to make it: the worktree's HEAD is then detached, the branch gone */
+	if (git_branch_create(&tmp, repo, name, ours, 1) < 0) {
+		rc = fail("cannot create the resolver's worktree");
+		goto done;
+	}
+	opts.ref = tmp;
+	if (git_worktree_add(&wt, repo, name, path, &opts) < 0 ||
+	    git_repository_open(&sub, path) < 0 ||
+	    git_repository_set_head_detached(sub, git_commit_id(ours)) < 0 ||
+	    git_reference_delete(tmp) < 0) { /* (git_branch_delete() leaks in libgit2 1.5) */
+		rc = fail("cannot create the resolver's worktree");
+		goto done;
+	}
+	/* the merge as git makes it: the conflicts written with their markers */
+	co.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_ALLOW_CONFLICTS |
+			       GIT_CHECKOUT_CONFLICT_STYLE_MERGE;
+	co.our_label = git_reference_shorthand(head);
+	co.their_label = branch;
+	if (git_annotated_commit_from_revspec(&theirs, sub, branch) < 0 ||
+	    git_merge(sub, (const git_annotated_commit **)&theirs, 1, &mo, &co) < 0)
+		rc = fail("cannot write the conflicted merge");
+done:
+	git_annotated_commit_free(theirs);
+	git_worktree_free(wt);
+	git_repository_free(sub);
+	git_commit_free(ours);
+	git_reference_free(theirs_ref);
+	git_reference_free(tmp);
+	git_reference_free(head);
+	free(admin);
 	close_repo(repo);
 	return rc;
 }

@@ -50,7 +50,7 @@ enum al_on_error { AL_ON_ERROR_FAIL_FAST, AL_ON_ERROR_CONTINUE };
 enum al_strategy { AL_STRATEGY_DIRECT, AL_STRATEGY_COMPOSITE };
 /* parallel: where the children work (SPEC §3.1); DEFAULT: defaults.parallel_isolation */
 enum al_isolation { AL_ISOLATION_DEFAULT, AL_ISOLATION_SHARED, AL_ISOLATION_WORKTREE };
-enum al_on_conflict { AL_CONFLICT_FAIL, AL_CONFLICT_SKIP };
+enum al_on_conflict { AL_CONFLICT_FAIL, AL_CONFLICT_SKIP, AL_CONFLICT_AGENT };
 
 /* A reference to an agent file, where the flow names it. */
 struct al_agent_ref {
@@ -110,6 +110,7 @@ struct al_node {
 	int max_concurrency;
 	enum al_isolation isolation; /* never DEFAULT once loaded */
 	enum al_on_conflict on_conflict;
+	struct al_agent_ref resolver; /* on_conflict AGENT: {agent: PATH} */
 
 	/* conditional */
 	struct al_node *then_branch;

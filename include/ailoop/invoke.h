@@ -32,6 +32,7 @@ struct al_call_ctx {
 	const char *notice;     /* ailoop's word to the agent (an exit gate's refusal), or NULL */
 	int64_t deadline_ms;    /* the node's deadline, 0 = none */
 	bool keep_output;       /* the caller writes the output file itself */
+	const char *cwd;        /* where the agent runs (absolute); NULL: here */
 };
 
 struct al_call {

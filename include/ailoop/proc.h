@@ -28,6 +28,7 @@ struct al_proc_spec {
 	const char *name;        /* what it is, e.g. "actuator" (crash points) */
 	const char *const *argv; /* argv[0] is looked up in PATH */
 	const char *const *env;  /* "NAME=value" set on top of the environment */
+	const char *cwd;         /* where it runs; NULL: ailoop's own directory */
 	const char *input;       /* written to stdin; NULL means /dev/null */
 	size_t input_len;
 	int64_t deadline_ms;     /* on al_now_ms()'s clock; 0 = none */

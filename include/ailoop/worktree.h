@@ -40,4 +40,22 @@ int al_worktree_remove_all(const char *dir);
  */
 int al_worktree_merge(const char *branch, const char *message, char **conflicts);
 
+/*
+ * on_conflict {agent: PATH}: makes worktree `name` at `path` (absolute)
+ * anew, at HEAD's commit (detached), with branch `branch` merged into it
+ * as git merges: the conflicting files hold conflict markers, for a
+ * resolver agent to edit. Whatever an earlier one left is removed first.
+ */
+int al_worktree_conflicted(const char *path, const char *name, const char *branch);
+
+/*
+ * As al_worktree_merge, with each conflicting file taken from directory
+ * `dir` (the resolver's worktree; a file gone there is deleted by the
+ * merge). Returns 2 if a file there still holds a conflict marker line
+ * ("<<<<<<< ", "=======", ">>>>>>> "), with *left those files (caller
+ * frees), everything left as it was.
+ */
+int al_worktree_merge_resolved(const char *branch, const char *message, const char *dir,
+			       char **left);
+
 #endif
