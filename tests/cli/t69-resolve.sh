@@ -50,8 +50,11 @@ killed) # the first time: half a resolution, then ailoop is killed
 		touch "$RV/killed" half.txt
 		echo half >shared.txt
 		p=$PPID
-		while [ "$(cat /proc/$p/comm)" != ailoop ]; do p=$(awk '{print $4}' /proc/$p/stat); done
-		kill -9 "$p"
+		# (the nearest ailoop above: the binary may be a renamed copy)
+		while [ "$p" -gt 1 ] && ! grep -q '^ailoop' /proc/$p/comm; do
+			p=$(awk '{print $4}' /proc/$p/stat)
+		done
+		[ "$p" -gt 1 ] && kill -9 "$p"
 		sleep 5
 	fi
 	printf 'one\nAB\nthree\nfour\nfive\nsix\nseven\neight\n' >shared.txt
