@@ -436,6 +436,21 @@ static int skip_state(struct al_node_run *nr, const struct al_node *c)
 	return rc;
 }
 
+/* A merge commit's message: the node's, at its label, saying `summary`. */
+static void merge_message(struct al_strbuf *text, const struct al_node_run *nr,
+			  const char *summary)
+{
+	struct al_commit_fields f = { 0 };
+
+	f.node_path = nr->n->path;
+	f.label = nr->st.label;
+	f.status = "running";
+	f.summary = summary;
+	f.sensors = "";
+	f.run_id = nr->ex->run->st.run_id;
+	al_commit_message(text, &f);
+}
+
 /*
  * on_conflict {agent: PATH}: child `c`'s merge conflicts in `files`. The
  * resolver agent works in a worktree of its own (<run>/worktrees/<child>.resolve,
@@ -464,7 +479,6 @@ static int resolve(struct al_node_run *nr, const struct al_node *c, const char *
 	char *summary = al_xprintf("merge %s, resolved by %s", c->id, n->resolver.path);
 	char *left = NULL;
 	struct al_strbuf text = AL_STRBUF_INIT;
-	struct al_commit_fields f = { 0 };
 	struct al_call call;
 	struct al_call_ctx ctx = {
 		.agent = n->resolver.agent, .role = AL_ROLE_ACTUATOR, .node = n,
@@ -490,13 +504,7 @@ static int resolve(struct al_node_run *nr, const struct al_node *c, const char *
 	}
 	if (rc < 0)
 		goto done;
-	f.node_path = n->path;
-	f.label = nr->st.label;
-	f.status = "running";
-	f.summary = summary;
-	f.sensors = "";
-	f.run_id = ex->run->st.run_id;
-	al_commit_message(&text, &f);
+	merge_message(&text, nr, summary);
 	rc = al_worktree_merge_resolved(branch, text.buf, path, &left);
 	if (rc == 2) {
 		snprintf(msg, size, "conflict: %s differ between '%s' and '%s'; the resolver left "
@@ -544,20 +552,13 @@ static int merge(struct al_node_run *nr, bool *conflict, char *msg, size_t size)
 		const struct al_node *c = n->children[k];
 		char *branch, *name, *files = NULL, *summary;
 		struct al_strbuf text = AL_STRBUF_INIT;
-		struct al_commit_fields f = { 0 };
 
 		if (nr->st.done[k] != 'c')
 			continue; /* failed or stopped: its branch stays as it is */
 		branch = wt_branch(ex, c);
 		name = wt_name(ex, c);
 		summary = al_xprintf("merge %s", c->id);
-		f.node_path = n->path;
-		f.label = nr->st.label;
-		f.status = "running";
-		f.summary = summary;
-		f.sensors = "";
-		f.run_id = ex->run->st.run_id;
-		al_commit_message(&text, &f);
+		merge_message(&text, nr, summary);
 		rc = al_worktree_merge(branch, text.buf, &files);
 		if (rc == 2) {
 			al_run_event(ex->run, "parallel_conflict", "{s:s, s:s, s:s, s:s}", "node",
