@@ -202,7 +202,9 @@ static char *conflict_list(git_index *index)
 		al_strbuf_addf(&sb, "%s%s", sb.len ? ", " : "", e->path);
 	}
 	git_index_conflict_iterator_free(it);
-	return sb.buf ? sb.buf : al_strdup("?");
+	if (!sb.len)
+		al_strbuf_adds(&sb, "?");
+	return al_strbuf_detach(&sb, NULL);
 }
 
 /* The paths that differ between two trees: what the merge changes in the work tree. */
