@@ -19,36 +19,7 @@ wt_repo() {
 	new_repo "$R"
 	mkdir -p "$R/.ai-loop/agents"
 	printf 'one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n' >"$R/shared.txt"
-	cat >"$R/.ai-loop/agents/edit.md" <<'MD'
----
-name: edit
-command: sh .ai-loop/agents/edit.sh
----
-Edit as the skill says.
-MD
-	# line-N-TEXT: line N of shared.txt becomes TEXT; see-X-Y: writes X,
-	# says so in $RV, waits for Y's mark, fails if Y's file is here;
-	# fail-*: exits 1
-	cat >"$R/.ai-loop/agents/edit.sh" <<'SH'
-skill=$(sed -n 's/^Skill: //p' "$AILOOP_TASK_FILE")
-case $skill in
-line-*)
-	rest=${skill#line-}
-	sed -i "${rest%%-*}s/.*/${rest#*-}/" shared.txt
-	;;
-see-*)
-	pair=${skill#see-}
-	me=${pair%%-*} other=${pair#*-}
-	echo "$me" >"$me.txt"
-	touch "$RV/$me"
-	i=0
-	while [ ! -e "$RV/$other" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-	[ -e "$other.txt" ] && { echo "saw $other.txt"; exit 1; }
-	;;
-fail-*) echo "failed $skill"; exit 1 ;;
-esac
-echo "did $skill"
-SH
+	cp "$FIXTURES"/worktree/edit.md "$FIXTURES"/worktree/edit.sh "$R/.ai-loop/agents/"
 	{
 		printf 'version: 1\nflow:\n  id: par\n  type: parallel\n  isolation: %s\n' "${ISOLATION:-worktree}"
 		[ -z "$attrs" ] || printf '  %s\n' "$attrs"

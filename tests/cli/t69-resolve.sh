@@ -19,19 +19,7 @@ res_repo() {
 	new_repo "$R"
 	mkdir -p "$R/.ai-loop/agents"
 	printf 'one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n' >"$R/shared.txt"
-	cat >"$R/.ai-loop/agents/edit.md" <<'MD'
----
-name: edit
-command: sh .ai-loop/agents/edit.sh
----
-Edit as the skill says.
-MD
-	cat >"$R/.ai-loop/agents/edit.sh" <<'SH'
-skill=$(sed -n 's/^Skill: //p' "$AILOOP_TASK_FILE")
-rest=${skill#line-}
-sed -i "${rest%%-*}s/.*/${rest#*-}/" shared.txt
-echo "did $skill"
-SH
+	cp "$FIXTURES"/worktree/edit.md "$FIXTURES"/worktree/edit.sh "$R/.ai-loop/agents/"
 	# the resolvers: each notes where it ran, its task and the markers it saw
 	for r in ok markers fail killed; do
 		printf -- '---\nname: resolve-%s\ncommand: sh .ai-loop/agents/resolve.sh %s\n---\nResolve the conflict.\n' \
