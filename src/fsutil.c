@@ -98,6 +98,62 @@ done:
 	return rc;
 }
 
+/* The files written in place since the last commit staged them (by inode). */
+static struct {
+	dev_t dev;
+	ino_t ino;
+} *rewritten;
+static size_t nrewritten, rewritten_alloc;
+
+bool al_rewritten(const struct stat *st)
+{
+	for (size_t i = 0; i < nrewritten; i++)
+		if (rewritten[i].ino == st->st_ino && rewritten[i].dev == st->st_dev)
+			return true;
+	return false;
+}
+
+void al_rewritten_clear(void)
+{
+	nrewritten = 0;
+}
+
+int al_write_in_place(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	size_t half = len / 2;
+	struct stat st;
+
+	if (fd < 0 && errno == ELOOP)
+		return al_write_atomic(path, data, len); /* a symbolic link: replaced */
+	if (fd < 0)
+		return al_err(AL_ERROR, "cannot write '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+		close(fd);
+		return al_write_atomic(path, data, len);
+	}
+	/* over the old bytes, then cut: no truncation to 0 first, which ext4
+	 * answers with a flush of the file at close (auto_da_alloc) */
+	if (al_write_all(fd, data, half) < 0)
+		goto fail;
+	al_crash_point("torn write");
+	if (al_write_all(fd, (const char *)data + half, len - half) < 0 ||
+	    ftruncate(fd, (off_t)len) < 0)
+		goto fail;
+	close(fd);
+	if (!al_rewritten(&st)) {
+		AL_GROW(rewritten, nrewritten, rewritten_alloc);
+		rewritten[nrewritten].dev = st.st_dev;
+		rewritten[nrewritten++].ino = st.st_ino;
+	}
+	al_durable_written();
+	al_crash_point(path);
+	return 0;
+fail:
+	close(fd);
+	return al_err(AL_ERROR, "cannot write '%s': %s", path, strerror(errno));
+}
+
 int al_append_line(int *fd, const char *path, const char *line, size_t len)
 {
 	if (*fd < 0)

@@ -1,5 +1,6 @@
 #include "ailoop/git.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/git_packs.h"
 #include "ailoop/condition.h"
 #include "ailoop/memory.h"
 #include "ailoop/proc.h"
@@ -87,6 +88,7 @@ int al_git_open(struct al_git **out)
 		al_git_free(g);
 		return rc;
 	}
+	al_git_gate_pack_refresh(g->repo);
 	*out = g;
 	return 0;
 }
@@ -521,7 +523,7 @@ static int add_own_file(git_index *index, git_repository *repo, const char *path
 /* Whether the work tree file may differ from its index entry. */
 static bool stat_differs(const git_index_entry *e, const struct stat *st)
 {
-	return !e || e->file_size != (uint32_t)st->st_size ||
+	return !e || al_rewritten(st) || e->file_size != (uint32_t)st->st_size ||
 	       e->mtime.seconds != (int32_t)st->st_mtim.tv_sec ||
 	       e->mtime.nanoseconds != (uint32_t)st->st_mtim.tv_nsec ||
 	       e->ino != (uint32_t)st->st_ino;
@@ -886,6 +888,7 @@ static int stage_all(struct al_git *g, git_index *index, const char *own_dir, bo
 		al_strv_free(paths, n);
 		if (rc == 0) {
 			index_left(g, index);
+			al_rewritten_clear();
 			trace_staging("watched");
 			return 0;
 		}
@@ -901,8 +904,10 @@ static int stage_all(struct al_git *g, git_index *index, const char *own_dir, bo
 		if (rc == 0 && staged)
 			rc = git_index_write(index);
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		index_left(g, index);
+		al_rewritten_clear(); /* staged: their index entries hold what they hold */
+	}
 	return rc;
 }
 
@@ -923,7 +928,8 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 	if ((rc = head_state(g, &ref, &tip, &born)) < 0 ||
 	    (rc = check_head(g, ref, &tip, born, own_dir)) < 0)
 		goto done;
-	if (git_repository_index(&index, g->repo) < 0 || stage_all(g, index, own_dir, git_oid_equal(&tip, &g->last)) < 0 ||
+	if (git_repository_index(&index, g->repo) < 0 ||
+	    stage_all(g, index, own_dir, git_oid_equal(&tip, &g->last)) < 0 ||
 	    git_index_write_tree(&tree_oid, index) < 0 ||
 	    git_tree_lookup(&tree, g->repo, &tree_oid) < 0) {
 		rc = fail("cannot stage the work tree");

@@ -190,7 +190,7 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	if ((rc = al_mkdirs(logs)) < 0)
 		goto done;
 	render_prompt(call, ex, task_file);
-	if ((rc = al_write_atomic(call->prompt_path, call->prompt.buf, call->prompt.len)) < 0)
+	if ((rc = al_write_in_place(call->prompt_path, call->prompt.buf, call->prompt.len)) < 0)
 		goto done;
 	/* a directory an agent left at the output path is not its output either */
 	if ((!c->keep_output || al_dir_exists(c->output)) && (rc = al_remove_tree(c->output)) < 0)
@@ -412,7 +412,7 @@ int al_call_finish(struct al_call *call)
 	if (r->log_truncated)
 		al_strbuf_adds(&log, "[ailoop: earlier output dropped, the last 1 MiB follows]\n");
 	al_strbuf_add(&log, r->log.buf, r->log.len);
-	rc = al_write_atomic(call->log_path, log.buf, log.len);
+	rc = al_write_in_place(call->log_path, log.buf, log.len);
 	al_strbuf_release(&log);
 	if (rc < 0)
 		return rc;
@@ -432,7 +432,7 @@ int al_call_finish(struct al_call *call)
 		return al_err(AL_EAGENT, "%s '%s' left a directory at its output path '%s' "
 			      "(log: %s)", who, c->agent->path, c->output, call->log_path);
 	if (!c->keep_output && !al_file_exists(c->output) &&
-	    (rc = al_write_atomic(c->output, r->out.buf, r->out.len)) < 0)
+	    (rc = al_write_in_place(c->output, r->out.buf, r->out.len)) < 0)
 		return rc;
 	if (slurm_failed)
 		return al_err(AL_EAGENT, "%s '%s': Slurm ended its step again after one retry "

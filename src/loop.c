@@ -228,7 +228,7 @@ static int all_pass(struct al_node_run *lp, const struct al_readings *r, const c
 			free(path);
 		}
 	}
-	rc = al_write_atomic(out, sb.buf, sb.len);
+	rc = al_write_in_place(out, sb.buf, sb.len);
 	al_strbuf_release(&sb);
 	return rc;
 }
@@ -264,7 +264,7 @@ static int refuse(struct al_node_run *lp, const struct al_readings *r, const cha
 	rc = al_strbuf_read_file(&text, out, 0);
 	if (rc >= 0) {
 		al_strbuf_addf(&text, "\n## Exit Gate\n\n%s\n", note.buf);
-		rc = al_write_atomic(out, text.buf, text.len);
+		rc = al_write_in_place(out, text.buf, text.len);
 	}
 	*met = false;
 	al_strbuf_release(&failing);

@@ -153,7 +153,7 @@ static int write_command_output(const struct al_sensor *s, const struct al_call 
 		text = tail;
 	}
 	add_fenced(&sb, text, len);
-	rc = al_write_atomic(call->ctx->output, sb.buf, sb.len);
+	rc = al_write_in_place(call->ctx->output, sb.buf, sb.len);
 	for (size_t i = 0; i < a->nmetrics; i++)
 		free(values[i]);
 	free(values);

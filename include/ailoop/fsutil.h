@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 
 /*
  * Files that must survive a crash at any instant. A write goes to X.lock
@@ -12,6 +13,25 @@
  * (survives a power loss) at the next al_durable_point().
  */
 int al_write_atomic(const char *path, const void *data, size_t len);
+/*
+ * An artifact a step writes before its phase is recorded (an agent's
+ * prompt, log or output, a sensor's or controller's output): written over
+ * the file in place, which costs no new inode, no rename and no unlink
+ * (on ext4 making and deleting inodes is most of what such a write
+ * costs). A kill in the middle leaves the file torn, but then the phase
+ * that would read it is not recorded, and resume runs the step that writes
+ * it again. Anything that is not a plain file of one link (a symbolic
+ * link, a hard link an agent made) is replaced as al_write_atomic() does.
+ */
+int al_write_in_place(const char *path, const void *data, size_t len);
+/*
+ * Whether the file of `st` was written in place since the last
+ * al_rewritten_clear(): a rewrite of the same size in the same clock tick
+ * keeps size, mtime and inode, so staging must not trust the stat data of
+ * such a file. A commit clears the set once it has staged them.
+ */
+bool al_rewritten(const struct stat *st);
+void al_rewritten_clear(void);
 /*
  * The durable points: what ailoop wrote since the last one (its files, the
  * objects and index of a commit) reaches the disk in one syncfs(2) of the

@@ -244,3 +244,62 @@ Test(fsutil, append_line_never_writes_through_a_link)
 	cr_assert_lt(al_append_line(&fd, "log", "x\n", 2), 0);
 	cr_assert_str_eq(file_text("target"), "kept\n");
 }
+
+Test(fsutil, write_in_place_keeps_the_inode_and_cuts_the_old_tail)
+{
+	struct stat before, after;
+
+	cr_assert_eq(al_write_in_place("out.md", "a longer first version\n", 23), 0, "%s",
+		     al_errmsg());
+	cr_assert_str_eq(file_text("out.md"), "a longer first version\n");
+	cr_assert_eq(stat("out.md", &before), 0);
+	cr_assert_eq(al_write_in_place("out.md", "short\n", 6), 0, "%s", al_errmsg());
+	cr_assert_str_eq(file_text("out.md"), "short\n", "nothing of the longer old text is left");
+	cr_assert_eq(stat("out.md", &after), 0);
+	cr_assert_eq(after.st_ino, before.st_ino, "written over, not replaced");
+	cr_assert_not(exists("out.md.lock"));
+	cr_assert_eq(al_write_in_place("out.md", "", 0), 0);
+	cr_assert_str_eq(file_text("out.md"), "");
+}
+
+Test(fsutil, write_in_place_replaces_links_instead_of_writing_through_them)
+{
+	struct stat st;
+
+	unit_write("target", "the agent's own file\n");
+	cr_assert_eq(symlink("target", "sym.md"), 0);
+	cr_assert_eq(al_write_in_place("sym.md", "ours\n", 5), 0, "%s", al_errmsg());
+	cr_assert_str_eq(file_text("target"), "the agent's own file\n", "the link's target is intact");
+	cr_assert_eq(lstat("sym.md", &st), 0);
+	cr_assert(S_ISREG(st.st_mode), "the symbolic link was replaced by a file");
+	cr_assert_str_eq(file_text("sym.md"), "ours\n");
+
+	cr_assert_eq(link("target", "hard.md"), 0);
+	cr_assert_eq(al_write_in_place("hard.md", "ours\n", 5), 0, "%s", al_errmsg());
+	cr_assert_str_eq(file_text("target"), "the agent's own file\n", "the other link is intact");
+	cr_assert_str_eq(file_text("hard.md"), "ours\n");
+}
+
+Test(fsutil, write_in_place_errors_name_the_file)
+{
+	cr_assert_eq(al_write_in_place("no/such/dir/f", "x", 1), AL_ERROR);
+	cr_assert_not_null(strstr(al_errmsg(), "no/such/dir/f"), "%s", al_errmsg());
+	cr_assert_eq(mkdir("d", 0755), 0);
+	cr_assert_eq(al_write_in_place("d", "x", 1), AL_ERROR);
+	cr_assert(al_dir_exists("d"));
+}
+
+Test(fsutil, files_written_in_place_are_remembered_until_cleared)
+{
+	struct stat a, b;
+
+	al_rewritten_clear();
+	unit_write("b.md", "b\n");
+	cr_assert_eq(al_write_in_place("a.md", "a\n", 2), 0);
+	cr_assert_eq(stat("a.md", &a), 0);
+	cr_assert_eq(stat("b.md", &b), 0);
+	cr_assert(al_rewritten(&a), "a file written in place is remembered");
+	cr_assert_not(al_rewritten(&b), "a file written otherwise is not");
+	al_rewritten_clear();
+	cr_assert_not(al_rewritten(&a), "until the commit that staged it");
+}

@@ -1,5 +1,8 @@
 #include "ailoop/git.h"
+#include "ailoop/fsutil.h"
 #include "unit.h"
+
+#include <fcntl.h>
 
 /* The parts of git.c a transaction and the condition cache stand on. */
 static struct al_git *g;
@@ -104,4 +107,46 @@ Test(git, restore_puts_back_the_tree_of_a_commit_but_the_runs)
 	cr_assert_eq(al_git_restore(g, "not-a-commit", NULL), AL_EINVALID);
 	free(before);
 	free(base);
+}
+
+/*
+ * A file of the run written over in place with the same size within one
+ * clock tick keeps its size, mtime and inode: the commit must still take
+ * its new content (the file's times are set back to say so).
+ */
+Test(git, a_same_size_rewrite_in_the_same_tick_is_committed)
+{
+	const char *path = ".ai-loop/runs/r/out.md";
+	struct timespec times[2];
+	char oid[AL_OID_HEX];
+	struct stat st;
+
+	cr_assert_eq(al_write_in_place(path, "aaaa\n", 5), 0, "%s", al_errmsg());
+	cr_assert_eq(al_git_commit_all(g, "first", ".ai-loop/runs/r", oid), 0, "%s", al_errmsg());
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(al_write_in_place(path, "bbbb\n", 5), 0, "%s", al_errmsg());
+	times[0] = st.st_atim;
+	times[1] = st.st_mtim;
+	cr_assert_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+	cr_assert_eq(al_git_commit_all(g, "second", ".ai-loop/runs/r", oid), 0, "%s", al_errmsg());
+	sh("test \"$(git show HEAD:.ai-loop/runs/r/out.md)\" = bbbb");
+	sh("test -z \"$(git status --porcelain)\"");
+}
+
+/*
+ * The pack store reads objects/pack again only when it changed: objects
+ * that `git gc` moved into a new pack, their loose files pruned, while the
+ * repository is open are still found.
+ */
+Test(git, objects_packed_while_open_are_found)
+{
+	char oid[AL_OID_HEX];
+
+	unit_write("a.txt", "before gc\n");
+	cr_assert_eq(al_git_commit_all(g, "before", ".ai-loop/runs/r", oid), 0, "%s", al_errmsg());
+	sh("git gc -q --prune=now && test -z \"$(find .git/objects -path '*/objects/[0-9a-f][0-9a-f]/*')\"");
+	unit_write("a.txt", "after gc\n");
+	cr_assert_eq(al_git_commit_all(g, "after", ".ai-loop/runs/r", oid), 0, "%s", al_errmsg());
+	sh("test \"$(git log --format=%s | head -2 | tr '\\n' ,)\" = after,before,");
+	sh("git fsck --strict --no-dangling 2>&1 && test -z \"$(git status --porcelain)\"");
 }
