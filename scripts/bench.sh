@@ -421,7 +421,8 @@ cd "$tmp/parallel"
 git init -q -b main
 printf -- '---\nname: nap\ncommand: sleep 1\n---\n' >.ai-loop/agents/nap.md
 {
-	printf 'version: 1\nflow:\n  id: naps\n  type: parallel\n  children:\n'
+	# shared, as the shell loop beside it (worktrees are the `worktree` bench's)
+	printf 'version: 1\nflow:\n  id: naps\n  type: parallel\n  isolation: shared\n  children:\n'
 	for i in 1 2 3 4 5 6 7 8; do
 		printf '    - {id: nap-%d, agent: .ai-loop/agents/nap.md}\n' "$i"
 	done

@@ -76,7 +76,9 @@ static int is_that_commit(const char *oid, const char *message, int64_t time, vo
 	(void)time;
 	if (!al_iteration_parse(&it, message))
 		return 0;
-	fc->found = !strcmp(it.node_path, fc->f->node_path) && !strcmp(it.label, fc->f->label);
+	/* a merge carries its parallel node's path and label, but is not its iteration */
+	fc->found = !it.merge && !strcmp(it.node_path, fc->f->node_path) &&
+		    !strcmp(it.label, fc->f->label);
 	al_iteration_release(&it);
 	return fc->found;
 }
@@ -97,6 +99,19 @@ static bool committed(struct al_exec *ex, const struct al_commit_fields *f)
 	return fc.found;
 }
 
+bool al_exec_run_recorded(struct al_exec *ex)
+{
+	if (!ex->run_committed) {
+		struct al_strbuf probe = AL_STRBUF_INIT;
+		char *state = al_xprintf("%s/run-state.md", ex->run->dir);
+
+		ex->run_committed = al_git_read(ex->git, "HEAD", state, &probe) == 0;
+		al_strbuf_release(&probe);
+		free(state);
+	}
+	return ex->run_committed;
+}
+
 int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool may_exist)
 {
 	struct al_strbuf msg = AL_STRBUF_INIT;
@@ -112,15 +127,7 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 	/* after a resume the commit may exist already: ailoop died after making it */
 	if (may_exist && committed(ex, f))
 		goto done;
-	if (!ex->run_committed) { /* the run's first commit adds its directory to history */
-		struct al_strbuf probe = AL_STRBUF_INIT;
-		char *state = al_xprintf("%s/run-state.md", ex->run->dir);
-
-		ex->run_committed = al_git_read(ex->git, "HEAD", state, &probe) == 0;
-		first = !ex->run_committed;
-		al_strbuf_release(&probe);
-		free(state);
-	}
+	first = !al_exec_run_recorded(ex); /* the run's first commit adds its directory */
 	fields = *f;
 	fields.run_start = first;
 	al_commit_message(&msg, &fields);

@@ -651,6 +651,38 @@ static bool has_any(const struct al_val *v, const char *const *keys, size_t n)
 	return false;
 }
 
+/*
+ * Whether node `n` can change the code: it, or a node under it, has an
+ * actuator (a sensor-form loop) or is an action that runs an agent.
+ * Sensors and conditions only measure.
+ */
+static bool writes(const struct al_node *n)
+{
+	if ((n->type == AL_NODE_LOOP && n->sensor_form) ||
+	    (n->type == AL_NODE_ACTION && !n->break_loop))
+		return true;
+	for (size_t i = 0; i < al_node_nkids(n); i++)
+		if (writes(al_node_kid(n, i)))
+			return true;
+	return false;
+}
+
+/*
+ * A parallel node's isolation: its own `isolation:`, else
+ * defaults.parallel_isolation, else a worktree each when a child can
+ * write (writers that share one work tree race, and see each other's
+ * half-done edits), else shared (a worktree would only cost time).
+ */
+static enum al_isolation default_isolation(const struct loader *l, const struct al_node *n)
+{
+	if (l->flow->parallel_isolation != AL_ISOLATION_DEFAULT)
+		return l->flow->parallel_isolation;
+	for (size_t i = 0; i < n->nchildren; i++)
+		if (writes(n->children[i]))
+			return AL_ISOLATION_WORKTREE;
+	return AL_ISOLATION_SHARED;
+}
+
 static void check_node(struct loader *l, struct al_node *n, const struct al_val *v,
 		       const struct al_val *max_it, const struct al_val *timeout)
 {
@@ -707,9 +739,7 @@ static void check_node(struct loader *l, struct al_node *n, const struct al_val 
 			      "failure_threshold %d is more than the %zu children",
 			      n->failure_threshold, n->nchildren);
 		if (n->type == AL_NODE_PARALLEL && n->isolation == AL_ISOLATION_DEFAULT)
-			n->isolation = l->flow->parallel_isolation == AL_ISOLATION_WORKTREE
-					       ? AL_ISOLATION_WORKTREE
-					       : AL_ISOLATION_SHARED;
+			n->isolation = default_isolation(l, n);
 		if (n->type == AL_NODE_PARALLEL && n->isolation != AL_ISOLATION_WORKTREE &&
 		    al_val_get(v, "on_conflict"))
 			loader_error(l, al_val_get(v, "on_conflict")->pos,

@@ -90,6 +90,9 @@ void al_commit_message(struct al_strbuf *out, const struct al_commit_fields *f)
 		al_strbuf_addf(out, "[run] %s\n", f->run_id);
 	if (f->run_start)
 		al_strbuf_adds(out, "[run-start] true\n");
+	if (f->merge)
+		al_strbuf_addf(out, "[merge] %s\n[merge-branch] %s\n", f->merge,
+			       f->merge_branch ? f->merge_branch : "-");
 }
 
 static char *group(pcre2_match_data *md, const char *s, int i)
@@ -162,6 +165,12 @@ bool al_iteration_parse(struct al_iteration *it, const char *message)
 		} else if (!strcmp(key, "run") && !it->run_id) {
 			it->run_id = value;
 			value = NULL;
+		} else if (!strcmp(key, "merge") && !it->merge) {
+			it->merge = value;
+			value = NULL;
+		} else if (!strcmp(key, "merge-branch") && !it->merge_branch) {
+			it->merge_branch = value;
+			value = NULL;
 		}
 		free(key);
 		free(value);
@@ -192,6 +201,8 @@ void al_iteration_release(struct al_iteration *it)
 	free(it->status);
 	free(it->action);
 	free(it->run_id);
+	free(it->merge);
+	free(it->merge_branch);
 	memset(it, 0, sizeof(*it));
 }
 

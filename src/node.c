@@ -270,7 +270,7 @@ int al_node_commit(struct al_node_run *nr, const char *sensors)
 	struct al_exec *ex = nr->ex;
 	struct al_commit_fields f = { nr->n->path, nr->st.label, nr->st.status, nr->st.target_met,
 				      sensors, nr->st.summary ? nr->st.summary : "-",
-				      ex->run->st.run_id, false };
+				      ex->run->st.run_id, false, NULL, NULL };
 	int rc;
 
 	/* an agent that moved HEAD stops the run before anything is written for the commit */

@@ -58,6 +58,9 @@
  * paths). Its commits leave the run's files out: those are the parent's.
  * Once the node has its result, the children that succeeded are merged
  * into the run's branch in child order, a merge commit each (merge()).
+ * Before an unfinished child starts or continues, what the user changed
+ * in the main work tree (with --allow-dirty, or while the run was
+ * stopped) is brought into its worktree (carry()).
  */
 
 enum { KID_COMPLETE, KID_FAILED, KID_INTERRUPTED, KID_ERROR };
@@ -240,7 +243,32 @@ static void kid_main(struct al_node_run *nr, size_t k, int msg_fd, pid_t parent)
 	_exit(code);
 }
 
-static int start(struct al_node_run *nr, struct kid *kids, size_t k)
+/*
+ * The user's changes in the main work tree (`changes`) reach child `k`'s
+ * worktree before it starts or continues; AL_ECONFLICT if the child
+ * changed the same file otherwise. `existing`: only if its worktree is
+ * there already (a resumed child), else it is made first.
+ */
+static int carry(struct al_node_run *nr, size_t k, const struct al_wt_changes *changes,
+		 bool existing)
+{
+	const struct al_node *c = nr->n->children[k];
+	char *path = wt_path(nr->ex, c);
+	int rc = 0;
+
+	if (al_worktree_changes_count(changes) && (!existing || al_dir_exists(path))) {
+		rc = al_worktree_carry(changes, path, c->id);
+		if (rc > 0)
+			al_run_event(nr->ex->run, "parallel_carry", "{s:s, s:s, s:i}", "node",
+				     nr->n->path, "child", c->id, "files", rc);
+		rc = rc < 0 ? rc : 0;
+	}
+	free(path);
+	return rc;
+}
+
+static int start(struct al_node_run *nr, struct kid *kids, size_t k,
+		 const struct al_wt_changes *changes)
 {
 	int fds[2];
 	pid_t pid, parent = getpid();
@@ -251,6 +279,8 @@ static int start(struct al_node_run *nr, struct kid *kids, size_t k)
 		char *branch = wt_branch(nr->ex, c);
 		int rc = al_worktree_ensure(path, name, branch, nr->st.base_commit);
 
+		if (rc == 0)
+			rc = carry(nr, k, changes, false);
 		free(path);
 		free(name);
 		free(branch);
@@ -436,9 +466,13 @@ static int skip_state(struct al_node_run *nr, const struct al_node *c)
 	return rc;
 }
 
-/* A merge commit's message: the node's, at its label, saying `summary`. */
+/*
+ * A merge commit's message: at the node's path and label, saying
+ * `summary`, with [merge] naming child `c` and [merge-branch] `branch`, so
+ * that readers tell it from the node's iterations (history.h).
+ */
 static void merge_message(struct al_strbuf *text, const struct al_node_run *nr,
-			  const char *summary)
+			  const struct al_node *c, const char *branch, const char *summary)
 {
 	struct al_commit_fields f = { 0 };
 
@@ -448,6 +482,8 @@ static void merge_message(struct al_strbuf *text, const struct al_node_run *nr,
 	f.summary = summary;
 	f.sensors = "";
 	f.run_id = nr->ex->run->st.run_id;
+	f.merge = c->id;
+	f.merge_branch = branch;
 	al_commit_message(text, &f);
 }
 
@@ -504,7 +540,7 @@ static int resolve(struct al_node_run *nr, const struct al_node *c, const char *
 	}
 	if (rc < 0)
 		goto done;
-	merge_message(&text, nr, summary);
+	merge_message(&text, nr, c, branch, summary);
 	rc = al_worktree_merge_resolved(branch, text.buf, path, &left);
 	if (rc == 2) {
 		snprintf(msg, size, "conflict: %s differ between '%s' and '%s'; the resolver left "
@@ -558,7 +594,7 @@ static int merge(struct al_node_run *nr, bool *conflict, char *msg, size_t size)
 		branch = wt_branch(ex, c);
 		name = wt_name(ex, c);
 		summary = al_xprintf("merge %s", c->id);
-		merge_message(&text, nr, summary);
+		merge_message(&text, nr, c, branch, summary);
 		rc = al_worktree_merge(branch, text.buf, &files);
 		if (rc == 2) {
 			al_run_event(ex->run, "parallel_conflict", "{s:s, s:s, s:s, s:s}", "node",
@@ -646,11 +682,22 @@ static int run_children(struct al_node_run *nr)
 	size_t nk = n->nchildren, running = 0, next = 0;
 	size_t limit = n->max_concurrency ? (size_t)n->max_concurrency : nk;
 	struct kid *kids = al_calloc(nk ? nk : 1, sizeof(*kids));
+	struct al_wt_changes *changes = NULL;
 	int rc = 0, signals_seen = al_signals_count();
 	bool stopping = verdict(nr, (char[200]){ 0 }, 200) != NULL;
 
 	if (stopping && !count(nr, 's') && count(nr, '.'))
 		rc = decide(nr); /* killed between a result and its record */
+	/*
+	 * The user's changes in the main work tree reach every unfinished
+	 * child's worktree, those made already first: a conflict stops the
+	 * node before any child starts.
+	 */
+	if (rc == 0 && !stopping && isolated(n) && count(nr, '.'))
+		rc = al_worktree_changes(&changes, AL_RUNS_DIR);
+	for (size_t k = 0; k < nk && rc == 0 && changes; k++)
+		if (nr->st.done[k] == '.')
+			rc = carry(nr, k, changes, true);
 	for (size_t k = 0; k < nk; k++)
 		kids[k].fd = -1;
 	for (;;) {
@@ -661,7 +708,7 @@ static int run_children(struct al_node_run *nr)
 				next++;
 			if (next == nk)
 				break;
-			if ((rc = start(nr, kids, next)) < 0)
+			if ((rc = start(nr, kids, next, changes)) < 0)
 				break;
 			al_progress_note(nr->ex->progress, "ailoop: [%s] %s: child %s started",
 					 nr->st.label, n->path, n->children[next]->id);
@@ -714,6 +761,7 @@ static int run_children(struct al_node_run *nr)
 		}
 	}
 	free(kids);
+	al_worktree_changes_free(changes);
 	if (rc == 0 && al_signals_count() && count(nr, '.'))
 		rc = AL_EINTR;
 	if (rc < 0 && rc != AL_EAGENT)
@@ -734,8 +782,18 @@ int al_parallel_run(struct al_exec *ex, const struct al_node *n, const char *tas
 	if (!nr.st.done || strlen(nr.st.done) != n->nchildren) {
 		char *branch = NULL, oid[AL_OID_HEX];
 
+		/*
+		 * Worktree children branch off here: the run's first commit
+		 * (its directory, [run-start]) must be below all of them, or
+		 * `ailoop log` and the run's count, which stop there, would
+		 * miss every commit made before it. No commit yet: one now.
+		 */
+		if (isolated(n) && !ex->isolated && !al_exec_run_recorded(ex)) {
+			al_set_str(&nr.st.summary, "start: the children work in worktrees");
+			rc = al_node_commit(&nr, NULL);
+		}
 		/* where it starts: its children's commits are all above it */
-		if ((rc = al_git_head(ex->git, &branch, oid)) == 0) {
+		if (rc == 0 && (rc = al_git_head(ex->git, &branch, oid)) == 0) {
 			al_set_str(&nr.st.base_commit, oid);
 			free(nr.st.done);
 			nr.st.done = al_calloc(n->nchildren + 1, 1);

@@ -241,7 +241,10 @@ int al_report_load(struct al_report *r, struct al_git *git, const struct al_run_
 		read_controller(s, git, view->dir);
 		read_metrics(s, git, view->dir);
 		al_git_diffstat(git, s->it.oid, AL_RUNS_DIR, &s->files, &s->nfiles);
-		keys[kept] = al_xprintf("%s %s", s->it.node_path, s->it.label);
+		/* a merge has its parallel node's label: the node's events are not its */
+		keys[kept] = s->it.merge ? al_xprintf("%s %s merge %s", s->it.node_path,
+						      s->it.label, s->it.merge)
+					 : al_xprintf("%s %s", s->it.node_path, s->it.label);
 		al_strmap_put(&by_label, keys[kept], s);
 		kept++;
 	}

@@ -168,6 +168,8 @@ char *al_label_for(const char *parent, int k);
  * not if HEAD is already that node's commit of that label.
  */
 int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool may_exist);
+/* Whether the run's first commit, the one that adds its directory, is in HEAD's history. */
+bool al_exec_run_recorded(struct al_exec *ex);
 
 /*
  * Ends the run in error (on_error fail-fast): writes result-output.md of

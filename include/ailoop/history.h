@@ -32,6 +32,8 @@ struct al_iteration {
 	char *action;
 	char *run_id;    /* NULL in commits of older versions */
 	bool run_start;
+	char *merge;        /* a merge commit: the child merged ([merge]); NULL for an iteration */
+	char *merge_branch; /* and its branch ([merge-branch]) */
 	struct al_sensor_status *sensors;
 	size_t nsensors;
 };
@@ -46,6 +48,14 @@ struct al_commit_fields {
 	const char *summary;
 	const char *run_id; /* [run]: whose commit it is; may be NULL */
 	bool run_start;     /* [run-start]: the run's first commit, where a walk back stops */
+	/*
+	 * [merge] and [merge-branch]: a parallel node's merge of child
+	 * `merge` from branch `merge_branch` (isolation: worktree). It has the
+	 * node's path and label, but it is not an iteration of the node:
+	 * readers that look for an iteration's commit skip it.
+	 */
+	const char *merge;
+	const char *merge_branch;
 };
 
 void al_commit_message(struct al_strbuf *out, const struct al_commit_fields *f);

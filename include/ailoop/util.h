@@ -24,6 +24,7 @@ enum {
 	AL_EBLOCKED = -10,   /* blocked: a circuit breaker opened or a budget ran out */
 	AL_EMOVED = -11,     /* an agent moved HEAD off the run's branch, or reset it */
 	AL_EFEEDBACK = -12,  /* an action queued feedback: its handler (feedback.h) takes over */
+	AL_ECONFLICT = -13,  /* the user's change conflicts with the run's work; the run pauses */
 };
 
 /*

@@ -2,6 +2,7 @@
 #define AILOOP_WORKTREE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /*
  * A parallel node's children in worktrees (isolation: worktree, SPEC
@@ -57,5 +58,29 @@ int al_worktree_conflicted(const char *path, const char *name, const char *branc
  */
 int al_worktree_merge_resolved(const char *branch, const char *message, const char *dir,
 			       char **left);
+
+/*
+ * The user's changes in the main work tree (the current directory): what
+ * differs there from HEAD's tree, tracked changes and untracked files that
+ * are not ignored, leaving out the paths under `skip` (the runs' files).
+ * A child's worktree does not see the main work tree; these are what a
+ * child started or resumed there must see: with --allow-dirty, the changes
+ * the run started with; on a resume, what the user changed while the run
+ * was stopped (a fix for a failed agent). Free with al_worktree_changes_free.
+ */
+struct al_wt_changes;
+int al_worktree_changes(struct al_wt_changes **out, const char *skip);
+size_t al_worktree_changes_count(const struct al_wt_changes *ch);
+void al_worktree_changes_free(struct al_wt_changes *ch);
+
+/*
+ * Brings `ch` into the worktree at `path` (of child `child`, for the
+ * message): a file that already holds the change is left alone (brought
+ * before, or the child made the same change), one that still holds HEAD's
+ * content gets the change. A file the child changed otherwise is a
+ * conflict: AL_ECONFLICT naming the file and the worktree, and nothing is
+ * written. Returns how many files it wrote (or removed), or an error < 0.
+ */
+int al_worktree_carry(const struct al_wt_changes *ch, const char *path, const char *child);
 
 #endif

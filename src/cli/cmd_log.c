@@ -36,6 +36,9 @@ static void print_json(struct printer *p, const struct al_iteration *it)
 		      "label", it->label, "node_path", it->node_path, "level", it->level,
 		      "status", it->status, "target_met", it->target_met, "summary", it->summary,
 		      "action", it->action, "sensors", sensors, "time", (json_int_t)it->time);
+	if (it->merge) /* a parallel node's merge of a child, not an iteration */
+		json_object_update_new(o, json_pack("{s:s, s:s?}", "merge", it->merge,
+						    "merge_branch", it->merge_branch));
 	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	/* an element of the array json_dumps() would print: one level further in */
 	fputs(p->printed ? ",\n  " : "[\n  ", stdout);
@@ -59,6 +62,11 @@ static void print_one(struct printer *p, const struct al_iteration *it)
 	} else if (p->oneline) {
 		printf("%.9s %*s%-*s %s — %s\n", it->oid, indent, "", 10 - indent > 0 ? 10 - indent : 1,
 		       it->label, it->node_path, it->summary);
+	} else if (it->merge) { /* a parallel node's merge of a child, not an iteration */
+		printf("%*s%s  %s  [merge] child %s from branch %s\n", indent, "", it->label,
+		       it->node_path, it->merge, it->merge_branch ? it->merge_branch : "-");
+		printf("%*s  %s\n", indent, "", it->summary);
+		printf("%*s  commit %.12s\n\n", indent, "", it->oid);
 	} else {
 		printf("%*s%s  %s  [%s]%s\n", indent, "", it->label, it->node_path, it->status,
 		       it->target_met ? " target met" : "");

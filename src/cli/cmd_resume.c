@@ -34,7 +34,8 @@ static bool last_commit_missing(struct al_git *git, const struct al_run *run)
 	if (al_node_state_read(&st, path) == 0) {
 		if (st.phase == AL_PHASE_COMMIT && al_node_state_final(&st) &&
 		    al_git_message(git, rev, &msg) == 0 && al_iteration_parse(&tip, msg)) {
-			missing = strcmp(tip.node_path, st.node_path) || strcmp(tip.label, st.label);
+			missing = tip.merge || strcmp(tip.node_path, st.node_path) ||
+				  strcmp(tip.label, st.label);
 			al_iteration_release(&tip);
 		}
 		al_node_state_release(&st);

@@ -90,6 +90,7 @@ int al_cli_exit_code(int err)
 	case AL_EINTR: return AL_EXIT_INTERRUPTED;
 	case AL_EBLOCKED: return AL_EXIT_BLOCKED;
 	case AL_EMOVED: return AL_EXIT_FAILED; /* an agent's doing; the run is paused */
+	case AL_ECONFLICT: return AL_EXIT_FAILED; /* the user's change; the run is paused */
 	default: return AL_EXIT_SOFTWARE;
 	}
 }

@@ -197,15 +197,32 @@ labels() {
 		sed 's/ $//'
 }
 
+# label_paths DIR: "label node-path, ..." of each ailoop iteration commit,
+# oldest first. A merge commit ([merge] CHILD: a parallel node with worktrees
+# merging a child's branch) carries its node's path and label but is not an
+# iteration of it, so it is left out: no label is committed twice holds over
+# iterations.
 label_paths() {
-	git -C "$1" log --reverse --format='%B' |
-		awk '/^\[node-path\] /{p=$2} /^\[iteration\] /{printf "%s%s %s", sep, $2, p; sep=", "}'
+	git -C "$1" log --reverse --format='@@@%n%B' |
+		awk 'function out() { if (l != "" && !m) { printf "%s%s %s", sep, l, p; sep=", " } l=""; m=0 }
+		     /^@@@$/{out()} /^\[node-path\] /{p=$2} /^\[iteration\] /{l=$2} /^\[merge\] /{m=1}
+		     END{out()}'
 }
 
-# triples DIR: "label node-path status" of each ailoop commit, oldest first
+# triples DIR [REV]: "label node-path status" of each ailoop iteration
+# commit of HEAD (or REV), oldest first (merge commits left out, as in
+# label_paths)
 triples() {
+	git -C "$1" log --reverse --format='@@@%n%B' "${2:-HEAD}" |
+		awk 'function out() { if (l != "" && !m) print l, p, s; l=""; m=0 }
+		     /^@@@$/{out()} /^\[node-path\] /{p=$2} /^\[iteration\] /{l=$2}
+		     /^\[status\] /{s=$2} /^\[merge\] /{m=1} END{out()}'
+}
+
+# merged_children DIR: "node-path child" of each merge commit, oldest first
+merged_children() {
 	git -C "$1" log --reverse --format=%B |
-		awk '/^\[node-path\] /{p=$2} /^\[iteration\] /{l=$2} /^\[status\] /{print l, p, $2}'
+		awk '/^\[node-path\] /{p=$2} /^\[merge\] /{print p, $2}'
 }
 
 # code_tree DIR: the tree at HEAD without ailoop's run directories, whose

@@ -93,8 +93,16 @@ commit_all "$R"
 cd "$R"
 run "$AILOOP" run "x"
 expect_rc 0 "a parallel node runs"
-expect_eq "$(triples "$R" | tr '\n' ',')" "0 steps/action-1 complete,0 steps complete," \
-	"the child's commit, then the run's end"
+expect_in "$out" "commits:      4" "the run's summary counts all of its commits"
+# (the child writes, so it works in a worktree: the run's first commit is
+# made before the worktree branches off, so that every commit of the run
+# is above it; then the child's commit, merged, and the run's end)
+expect_eq "$(triples "$R" | sort | tr '\n' ',')" \
+	"0 steps complete,0 steps running,0 steps/action-1 complete," \
+	"the run's start, the child's commit and the run's end"
+git merge-base --is-ancestor ":/start: the children work in worktrees" ":/action-1" && pass ||
+	fail "the child's commit is above the run's first commit"
+expect_eq "$("$AILOOP" log --oneline | wc -l)" 4 "ailoop log shows all of the run (start, child, merge, end)"
 # flows it cannot run
 printf 'flow: {id: x, type: loop, controler: y}\n' >.ai-loop/flow.yaml
 run "$AILOOP" run "x"

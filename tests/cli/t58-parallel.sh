@@ -4,7 +4,11 @@
 # as soon as they can, and the children still running are then stopped,
 # with no process left, and recorded as skipped; the children's commits
 # are serialized; it runs inside a sequence inside a loop-until, and a
-# sensor-form loop runs as one of its children.
+# sensor-form loop runs as one of its children. Its flows pin
+# `isolation: shared` where they check the commits of children that fail
+# (with worktrees, those stay on the children's branches: t67) and the
+# serialization of commits in one work tree; the loop-until and break_loop
+# flows take the default (worktrees: their children write).
 . "$(dirname "$0")/lib.sh"
 
 export TRAIL RENDEZVOUS PIDS
@@ -20,7 +24,7 @@ par_repo() {
 	mkdir -p "$RENDEZVOUS"
 	loop_repo "$R" item
 	{
-		printf 'version: 1\nflow:\n  id: par\n  type: parallel\n'
+		printf 'version: 1\nflow:\n  id: par\n  type: parallel\n  isolation: shared\n'
 		[ -z "$attrs" ] || printf '  %s\n' "$attrs"
 		printf '  children:\n'
 		for skill in "$@"; do
@@ -120,6 +124,7 @@ version: 1
 flow:
   id: par
   type: parallel
+  isolation: shared
   children:
     - id: broken
       type: loop
@@ -230,15 +235,18 @@ version: 1
 flow:
   id: outer
   type: parallel
+  isolation: shared
   children:
     - {id: a, skill: meet-a-b, agent: .ai-loop/agents/step.md}
     - id: inner
       type: parallel
+      isolation: shared
       children:
         - {id: b, skill: meet-b-c, agent: .ai-loop/agents/step.md}
         - {id: c, skill: meet-c-a, agent: .ai-loop/agents/step.md}
     - id: slow
       type: parallel
+      isolation: shared
       timeout_seconds: 5
       children:
         - {id: s1, skill: hold-s1, agent: .ai-loop/agents/step.md}

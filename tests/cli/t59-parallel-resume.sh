@@ -4,6 +4,8 @@
 # not finished, stops what the killed run left running, and ends with the
 # same commits (the children's in any order) and the same tree as a run
 # that was never stopped. A child stopped by a threshold stays skipped.
+# Its flows pin `isolation: shared` (one work tree, where the children's
+# files meet); the same with worktrees is t68's.
 . "$(dirname "$0")/lib.sh"
 
 export TRAIL RENDEZVOUS PIDS GATE=$TEST_TMP/gate
@@ -24,6 +26,7 @@ flow:
     - {id: before, skill: before, agent: .ai-loop/agents/step.md}
     - id: par
       type: parallel
+      isolation: shared
       children:
         - {id: quick-a, skill: quick-a, agent: .ai-loop/agents/step.md}
         - {id: quick-b, skill: quick-b, agent: .ai-loop/agents/step.md}
@@ -131,6 +134,7 @@ version: 1
 flow:
   id: par
   type: parallel
+  isolation: shared
   children:
     - {id: mover, skill: detach-m, agent: .ai-loop/agents/step.md}
     - {id: waiter, skill: gate-w, agent: .ai-loop/agents/step.md}
@@ -166,6 +170,7 @@ flow:
   children:
     - id: par
       type: parallel
+      isolation: shared
       children:
         - {id: a, skill: quick-a, agent: .ai-loop/agents/step.md}
         - {id: b, skill: quick-b, agent: .ai-loop/agents/step.md}
@@ -208,6 +213,7 @@ flow:
   children:
     - id: par
       type: parallel
+      isolation: shared
       success_threshold: 1
       children:
         - {id: quick, skill: quick, agent: .ai-loop/agents/step.md}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The kill test for a parallel node (as t62-kill-reactree.sh is for the
 # other ReAcTree nodes): a loop-until inside a sequence runs a parallel
-# node of two actions and a sensor-form loop. The run is killed
+# node of two actions and a sensor-form loop, all in the one work tree
+# (isolation: shared). The run is killed
 # at every crash point of its reference run, counted across all its
 # processes (the coordinator and the parallel node's child processes);
 # the crash kills the whole run, as a power cut would: every ailoop
@@ -30,6 +31,7 @@ flow:
       children:
         - id: par
           type: parallel
+          isolation: shared # (t68 is the kill test of children in worktrees)
           children:
             - {id: a, skill: a}
             - {id: b, skill: b}

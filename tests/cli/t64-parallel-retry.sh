@@ -58,8 +58,11 @@ expect_rc 1 "an actuator's error in a parallel child ends the run (fail-fast)"
 expect_in "$err" "failed with exit status 3" "the agent's error is reported"
 id=$(basename .ai-loop/runs/run_*)
 expect_in "$(cat .ai-loop/runs/"$id"/run-state.md)" "status: error" "the run ended in error"
-expect_eq "$(triples "$R" | grep -c -e 'main/par/fix error' -e '0 main/par error')" 2 \
-	"the child's error is committed, and the parallel node's end of the run"
+# the child works in a worktree (it writes): its error's commit is on its branch
+expect_eq "$(triples "$R" ai-loop/fix-it--fix | grep -c 'main/par/fix error')" 1 \
+	"the child's error is committed (on the child's branch)"
+expect_eq "$(triples "$R" | grep -c '0 main/par error')" 1 \
+	"the parallel node's end of the run is committed"
 expect_in "$(cat .ai-loop/runs/"$id"/nodes/main/par/orchestrator-output.md)" "children-done: c.." \
 	"neither the failed child nor the stopped sibling counts as finished"
 expect_eq "$(git status --porcelain)" "" "the error's commit holds everything"

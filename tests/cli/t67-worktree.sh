@@ -78,8 +78,12 @@ expect_in "$(git branch --list 'ai-loop/*')" "ai-loop/in-worktrees--b" "the skip
 expect_eq "$(worktrees)" "1" "the worktrees are removed when the run completes"
 
 # --- a child never sees its siblings' edits; a failed child is not merged ---------------------
-wt_repo see "success_threshold: 2
-  failure_threshold: 2" x:see-x-y y:see-y-x z:fail-z
+# (two at a time, z first: y starts only once z's failure is recorded, and x
+# waits for y, so z has failed and committed before the node succeeds; with
+# all three at once, x and y could finish first and z be stopped instead)
+wt_repo see "max_concurrency: 2
+  success_threshold: 2
+  failure_threshold: 2" z:fail-z x:see-x-y y:see-y-x
 expect_rc 0 "two of three children succeed: the node succeeds"
 expect_eq "$(cat .ai-loop/runs/run_*/nodes/par/x/result-output.md | sed -n 's/^status: //p')" "complete" \
 	"child x did not see y's file, written at the same time"
@@ -112,10 +116,10 @@ printf 'version: 1\nflow:\n  id: par\n  type: parallel\n  isolation: worktree\n 
 run "$AILOOP" validate
 expect_rc 65 "a bad on_conflict value is a flow error"
 expect_in "$err" ".ai-loop/flow.yaml:6:16: error:" "the on_conflict error is at the value"
-printf 'version: 1\nflow:\n  id: par\n  type: parallel\n  on_conflict: skip\n  children:\n    - {id: a, skill: x, agent: .ai-loop/agents/step.md}\n' >.ai-loop/flow.yaml
+printf 'version: 1\nflow:\n  id: par\n  type: parallel\n  isolation: shared\n  on_conflict: skip\n  children:\n    - {id: a, skill: x, agent: .ai-loop/agents/step.md}\n' >.ai-loop/flow.yaml
 run "$AILOOP" validate
 expect_rc 65 "on_conflict without worktree isolation is a flow error"
-expect_in "$err" ".ai-loop/flow.yaml:5:16: error: on_conflict needs 'isolation: worktree'" \
+expect_in "$err" ".ai-loop/flow.yaml:6:16: error: on_conflict needs 'isolation: worktree'" \
 	"the error says what it needs"
 printf 'version: 1\ndefaults:\n  parallel_isolation: private\nflow:\n  id: par\n  type: parallel\n  children:\n    - {id: a, skill: x, agent: .ai-loop/agents/step.md}\n' >.ai-loop/flow.yaml
 run "$AILOOP" validate

@@ -236,6 +236,47 @@ Test(flow, reactree_loop_exit_modes)
 	unit_assert_diag(&diags, FLOW_FILE, 3, 12, "unknown exit_on 'until_done'");
 }
 
+Test(flow, parallel_isolation_defaults_to_worktree_when_a_child_can_write)
+{
+	load_ok("flow:\n"
+		"  id: main\n"
+		"  type: sequence\n"
+		"  children:\n"
+		"    - {id: acts, type: parallel, children: [{skill: x}, {skill: break_loop}]}\n"
+		"    - id: deep\n"
+		"      type: parallel\n"
+		"      children:\n"
+		"        - {id: seq, type: sequence, children: [{id: c, type: conditional,\n"
+		"           condition: {type: file_exists, path: x}, then: {skill: y}}]}\n"
+		"    - id: loop\n"
+		"      type: parallel\n"
+		"      children:\n"
+		"        - {id: l, type: loop, controller: builtin:all-pass,\n"
+		"           sensors: [" AGENTS "sensor-a.md],\n"
+		"           actuator: {strategy: direct, agent: " AGENTS "act.md}}\n"
+		"    - id: measures\n"
+		"      type: parallel\n"
+		"      children:\n"
+		"        - {id: c1, type: conditional, condition: {type: file_exists, path: x}}\n"
+		"        - {id: b, skill: break_loop}\n"
+		"    - {id: pinned, type: parallel, isolation: shared, children: [{skill: z}]}\n"
+		"    - {id: asked, type: parallel, isolation: worktree,\n"
+		"       children: [{id: c2, type: conditional, condition: {type: file_exists, path: x}}]}\n");
+	cr_assert_eq(find("main/acts")->isolation, AL_ISOLATION_WORKTREE, "an action writes");
+	cr_assert_eq(find("main/deep")->isolation, AL_ISOLATION_WORKTREE, "an action deep down");
+	cr_assert_eq(find("main/loop")->isolation, AL_ISOLATION_WORKTREE, "an actuator writes");
+	cr_assert_eq(find("main/measures")->isolation, AL_ISOLATION_SHARED,
+		     "conditions and break_loop only measure");
+	cr_assert_eq(find("main/pinned")->isolation, AL_ISOLATION_SHARED, "the node's key wins");
+	cr_assert_eq(find("main/asked")->isolation, AL_ISOLATION_WORKTREE, "the node's key wins");
+	load_ok("defaults: {parallel_isolation: shared}\n"
+		"flow: {id: p, type: parallel, children: [{skill: x}]}\n");
+	cr_assert_eq(flow->root->isolation, AL_ISOLATION_SHARED, "the default's key wins");
+	load_ok("defaults: {parallel_isolation: worktree}\n"
+		"flow: {id: p, type: parallel, children: [{skill: break_loop}]}\n");
+	cr_assert_eq(flow->root->isolation, AL_ISOLATION_WORKTREE, "the default's key wins");
+}
+
 Test(flow, sequence_fallback_parallel_transaction)
 {
 	struct al_node *n = load_ok("flow:\n"

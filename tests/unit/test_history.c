@@ -48,6 +48,29 @@ Test(history, commit_message_has_the_spec_format)
 	free(m);
 }
 
+Test(history, a_merge_reads_back_as_a_merge_not_an_iteration)
+{
+	struct al_commit_fields f = { .node_path = "main/par", .label = "2", .status = "running",
+				      .summary = "merge fix", .merge = "fix",
+				      .merge_branch = "ai-loop/x--fix" };
+	struct al_commit_fields g = { .node_path = "main/par", .label = "2", .status = "complete",
+				      .summary = "2 of 2 children succeeded" };
+	char *m = message(&f), *n = message(&g);
+	struct al_iteration it;
+
+	cr_assert(strstr(m, "\n[merge] fix\n[merge-branch] ai-loop/x--fix\n"));
+	cr_assert(al_iteration_parse(&it, m));
+	cr_assert_str_eq(it.merge, "fix");
+	cr_assert_str_eq(it.merge_branch, "ai-loop/x--fix");
+	cr_assert_str_eq(it.label, "2");
+	al_iteration_release(&it);
+	cr_assert(al_iteration_parse(&it, n));
+	cr_assert_null(it.merge, "the node's own commit is no merge");
+	al_iteration_release(&it);
+	free(m);
+	free(n);
+}
+
 Test(history, commit_message_level_follows_the_path_depth)
 {
 	struct al_commit_fields f = { .node_path = "root", .label = "0", .status = "running",
