@@ -28,6 +28,7 @@
 #                                  2,000 nodes: checks that the bench works
 #   ./scripts/bench.sh conditions  only the conditions
 #   ./scripts/bench.sh report      only the report
+#   ./scripts/bench.sh overhead    only the overhead per iteration (N=200, 5 repetitions)
 #   ./scripts/bench.sh bigrepo     only the overhead per iteration in a repository
 #                                  of FILES=20,000 tracked files, one file changed
 #                                  per iteration, beside one `git status --porcelain`
@@ -126,7 +127,8 @@ full) N=${N:-200} L=${L:-10000} REPS=${REPS:-5} FLOW_NODES=${FLOW_NODES:-10000} 
 quick) N=${N:-10} L=${L:-200} REPS=${REPS:-3} FLOW_NODES=${FLOW_NODES:-1000} ;;
 conditions | report) ;;
 bigrepo) N=${N:-100} REPS=${REPS:-3} ;;
-*) echo "usage: scripts/bench.sh [quick | conditions | report | bigrepo | worktree]" >&2; exit 64 ;;
+overhead) N=${N:-200} REPS=${REPS:-5} ;;
+*) echo "usage: scripts/bench.sh [quick | overhead | conditions | report | bigrepo | worktree]" >&2; exit 64 ;;
 esac
 
 # 10,000 evaluations over a memory of 100,000 keys (BENCH_CONDITIONS: a built binary)
@@ -413,6 +415,14 @@ for fsync in 0 1; do
 	row "overhead per iteration, fsync $([ $fsync = 1 ] && echo on || echo off) (ms)" \
 		"$([ $fsync = 1 ] && echo '<= 2' || echo -)" "$(per_iteration "$total" "$base")" "$shell_ms"
 done
+print_table() {
+	printf '%-44s %-14s %-12s %-12s %s\n' figure goal ailoop "shell loop" "ailoop/shell"
+	printf '%s\n' "${rows[@]}"
+}
+if [ "$mode" = overhead ]; then
+	print_table
+	exit
+fi
 
 # --- a parallel node of 8 actions that each sleep 1 s ------------------------
 
@@ -630,8 +640,7 @@ row "flow, $((2 * FLOW_NODES)) / $FLOW_NODES nodes (ratio)" "<= 2.2" \
 
 echo "ailoop $("$AILOOP" --version 2>/dev/null | head -1 | awk '{print $NF}'), $(uname -m), $(nproc 2>/dev/null || echo ?) cores," \
 	"medians of $REPS; loop of $N iterations; long run made in $(ms $((t1 - t0))) ms"
-printf '%-44s %-14s %-12s %-12s %s\n' figure goal ailoop "shell loop" "ailoop/shell"
-printf '%s\n' "${rows[@]}"
+print_table
 
 if [ -n "${PROFILE:-}" ] && command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
 	rm -rf "$tmp/profile"

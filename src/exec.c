@@ -188,7 +188,7 @@ static void fail_frame(struct al_exec *ex, struct al_frame *f, const char *messa
 	al_strbuf_addf(&sb, "## Summary\n\nStopped: the run failed below this node (on_error: "
 		       "fail-fast).\n\n## Metrics Delta\n\n(not measured)\n\n"
 		       "## Key Observations for Parent Controller\n\n%s\n", message);
-	al_write_atomic(path, sb.buf, sb.len);
+	al_write_state(path, sb.buf, sb.len);
 	free(f->st->status);
 	f->st->status = al_strdup("error");
 	state = al_xprintf("%s/orchestrator-output.md", f->dir);

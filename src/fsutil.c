@@ -118,6 +118,85 @@ void al_rewritten_clear(void)
 	nrewritten = 0;
 }
 
+static void remember_rewritten(const struct stat *st)
+{
+	if (al_rewritten(st))
+		return;
+	AL_GROW(rewritten, nrewritten, rewritten_alloc);
+	rewritten[nrewritten].dev = st->st_dev;
+	rewritten[nrewritten++].ino = st->st_ino;
+}
+
+void al_rewritten_forget(const struct stat *st)
+{
+	for (size_t i = 0; i < nrewritten; i++)
+		if (rewritten[i].ino == st->st_ino && rewritten[i].dev == st->st_dev) {
+			rewritten[i] = rewritten[--nrewritten];
+			return;
+		}
+}
+
+/*
+ * The scratch file X.lock of a state file X, opened for writing over: made
+ * if missing; one that is not a plain file of one link (an agent's link)
+ * is replaced. Returns the descriptor, or -1 with errno set.
+ */
+static int open_scratch(const char *lock, struct stat *st)
+{
+	int fd = open(lock, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+	if (fd >= 0 && fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_nlink == 1)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	if (unlink(lock) < 0 && errno != ENOENT)
+		return -1;
+	fd = open(lock, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd >= 0 && fstat(fd, st) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int al_write_state(const char *path, const void *data, size_t len)
+{
+	struct al_strbuf lock = AL_STRBUF_INIT;
+	struct stat st;
+	int fd, rc = 0;
+
+	al_strbuf_addf(&lock, "%s.lock", path);
+	if ((fd = open_scratch(lock.buf, &st)) < 0) {
+		rc = al_err(AL_ERROR, "cannot write '%s': %s", lock.buf, strerror(errno));
+		goto done;
+	}
+	if (al_write_all(fd, data, len) < 0 || ftruncate(fd, (off_t)len) < 0) {
+		rc = al_err(AL_ERROR, "cannot write '%s': %s", lock.buf, strerror(errno));
+		close(fd);
+		goto done;
+	}
+	close(fd);
+	al_crash_point("before rename");
+	/*
+	 * The two names trade files: X holds the new text, X.lock the old one,
+	 * its inode written over next time. A filesystem without the exchange
+	 * (or an X not there yet) takes the rename, which costs an inode.
+	 */
+	if (renameat2(AT_FDCWD, lock.buf, AT_FDCWD, path, RENAME_EXCHANGE) < 0 &&
+	    rename(lock.buf, path) < 0) {
+		rc = al_err(AL_ERROR, "cannot rename '%s' to '%s': %s", lock.buf, path,
+			    strerror(errno));
+		goto done;
+	}
+	/* X's inode alternates between two: its stat data alone may not tell a new text */
+	remember_rewritten(&st);
+	al_durable_written();
+	al_crash_point(path);
+done:
+	al_strbuf_release(&lock);
+	return rc;
+}
+
 int al_write_in_place(const char *path, const void *data, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -141,11 +220,7 @@ int al_write_in_place(const char *path, const void *data, size_t len)
 	    ftruncate(fd, (off_t)len) < 0)
 		goto fail;
 	close(fd);
-	if (!al_rewritten(&st)) {
-		AL_GROW(rewritten, nrewritten, rewritten_alloc);
-		rewritten[nrewritten].dev = st.st_dev;
-		rewritten[nrewritten++].ino = st.st_ino;
-	}
+	remember_rewritten(&st);
 	al_durable_written();
 	al_crash_point(path);
 	return 0;

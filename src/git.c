@@ -484,6 +484,25 @@ static int signature(git_signature **out, git_repository *repo, const char *who)
 }
 
 /*
+ * A blob of `buf`, written only if the object store lacks it: libgit2's
+ * loose store makes a temporary file for every object written, then
+ * deletes it when the object is there already, which on ext4 costs an
+ * inode made and freed. Most of a run's files repeat a text seen before.
+ */
+static int write_blob(git_oid *id, git_repository *repo, const char *buf, size_t len)
+{
+	git_odb *odb = NULL;
+	int rc, there;
+
+	if ((rc = git_odb_hash(id, buf, len, GIT_OBJECT_BLOB)) < 0 ||
+	    (rc = git_repository_odb(&odb, repo)) < 0)
+		return rc;
+	there = git_odb_exists(odb, id);
+	git_odb_free(odb);
+	return there ? 0 : git_blob_create_from_buffer(id, repo, buf, len);
+}
+
+/*
  * ailoop's own files under .ai-loop/runs/ are plain LF text it has just
  * written: they become blobs directly, without the attribute lookups and
  * filters that a user's file needs (they are most of what changes in an
@@ -513,9 +532,11 @@ static int add_own_file(git_index *index, git_repository *repo, const char *path
 	e.ino = (uint32_t)st.st_ino;
 	e.uid = st.st_uid;
 	e.gid = st.st_gid;
-	rc = git_blob_create_from_buffer(&e.id, repo, sb.buf, sb.len);
+	rc = write_blob(&e.id, repo, sb.buf, sb.len);
 	if (rc == 0)
 		rc = git_index_add(index, &e);
+	if (rc == 0)
+		al_rewritten_forget(&st); /* staged: the index holds what it holds */
 	al_strbuf_release(&sb);
 	return rc;
 }

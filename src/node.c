@@ -110,7 +110,7 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 	if (is_loop(n) && !n->sensor_form) /* the tree it starts from: its breaker's baseline */
 		al_breaker_iteration(nr, false);
 	if ((rc = al_mkdirs(nr->dir)) < 0 ||
-	    (rc = al_write_atomic(task_path, nr->task, strlen(nr->task))) < 0 ||
+	    (rc = al_write_state(task_path, nr->task, strlen(nr->task))) < 0 ||
 	    (rc = al_node_save(nr)) < 0)
 		return rc;
 	/* the state first: a stack naming a node without state would be damage */
@@ -229,7 +229,7 @@ int al_node_finish(struct al_node_run *nr, const char *status, const char *messa
 		al_strbuf_adds(&sb, body);
 	else
 		al_strbuf_addf(&sb, "## Summary\n\n%s\n", nr->st.summary);
-	rc = al_write_atomic(path, sb.buf, sb.len);
+	rc = al_write_state(path, sb.buf, sb.len);
 	al_strbuf_release(&sb);
 	free(path);
 	if (rc < 0)

@@ -452,7 +452,7 @@ static int skip_state(struct al_node_run *nr, const struct al_node *c)
 		al_exec_result_head(&result, ex, c, "skipped", false, st.iteration);
 		al_strbuf_addf(&result, "## Summary\n\nStopped: parallel node '%s' had its result "
 			       "before this child ended.\n", nr->n->id);
-		rc = al_write_atomic(result_path, result.buf, result.len);
+		rc = al_write_state(result_path, result.buf, result.len);
 		if (rc == 0)
 			rc = al_node_state_write(&st, state, task.buf);
 	}

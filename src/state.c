@@ -214,7 +214,7 @@ int al_node_state_write(const struct al_node_state *st, const char *path, const 
 	breaker_write(fm, &st->breaker);
 	al_fm_finish(fm, &sb);
 	al_strbuf_addf(&sb, "\n# Task (setpoint)\n\n%s\n", task ? task : "");
-	rc = al_write_atomic(path, sb.buf, sb.len);
+	rc = al_write_state(path, sb.buf, sb.len);
 	al_strbuf_release(&sb);
 	return rc;
 }
@@ -329,7 +329,7 @@ int al_run_state_write(struct al_run_state *st, const char *path)
 	al_fm_finish(fm, &sb);
 	al_strbuf_addf(&sb, "\n# Run %s\n\nResume an interrupted run with `ailoop resume %s`.\n",
 		       st->run_id, st->run_id);
-	rc = al_write_atomic(path, sb.buf, sb.len);
+	rc = al_write_state(path, sb.buf, sb.len);
 	al_strbuf_release(&sb);
 	return rc;
 }

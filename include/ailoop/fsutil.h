@@ -25,12 +25,24 @@ int al_write_atomic(const char *path, const void *data, size_t len);
  */
 int al_write_in_place(const char *path, const void *data, size_t len);
 /*
+ * A state file of a run (run-state.md, a node's orchestrator-output.md,
+ * result-output.md, task.md), as al_write_atomic() writes it, but the new
+ * text goes over the scratch file X.lock, which then trades names with X
+ * (renameat2 RENAME_EXCHANGE): X is at every instant its old or its new
+ * text, and no inode is made or freed (on ext4, making inodes while many
+ * were freed recently is most of what a small write costs). X.lock stays,
+ * holding the old text; it is left out of commits as every *.lock is.
+ */
+int al_write_state(const char *path, const void *data, size_t len);
+/*
  * Whether the file of `st` was written in place since the last
  * al_rewritten_clear(): a rewrite of the same size in the same clock tick
  * keeps size, mtime and inode, so staging must not trust the stat data of
  * such a file. A commit clears the set once it has staged them.
  */
 bool al_rewritten(const struct stat *st);
+/* A file staged: its stat data in the index is what it has now. */
+void al_rewritten_forget(const struct stat *st);
 void al_rewritten_clear(void);
 /*
  * The durable points: what ailoop wrote since the last one (its files, the

@@ -303,3 +303,47 @@ Test(fsutil, files_written_in_place_are_remembered_until_cleared)
 	al_rewritten_clear();
 	cr_assert_not(al_rewritten(&a), "until the commit that staged it");
 }
+
+Test(fsutil, write_state_trades_two_inodes_and_keeps_its_scratch)
+{
+	struct stat first, second, third;
+
+	cr_assert_eq(al_write_state("state.md", "one\n", 4), 0, "%s", al_errmsg());
+	cr_assert_str_eq(file_text("state.md"), "one\n");
+	cr_assert_eq(stat("state.md", &first), 0);
+	cr_assert_eq(al_write_state("state.md", "a longer two\n", 13), 0, "%s", al_errmsg());
+	cr_assert_str_eq(file_text("state.md"), "a longer two\n");
+	cr_assert_str_eq(file_text("state.md.lock"), "one\n", "the scratch holds the old text");
+	cr_assert_eq(stat("state.md", &second), 0);
+	cr_assert_neq(second.st_ino, first.st_ino, "the new text is another inode");
+	cr_assert_eq(al_write_state("state.md", "3\n", 2), 0, "%s", al_errmsg());
+	cr_assert_str_eq(file_text("state.md"), "3\n", "nothing of the longer old text is left");
+	cr_assert_eq(stat("state.md", &third), 0);
+	cr_assert_eq(third.st_ino, first.st_ino, "the two inodes trade places: none is made");
+	cr_assert(al_rewritten(&third), "a state file's new text is remembered for staging");
+	al_rewritten_clear();
+}
+
+Test(fsutil, write_state_replaces_a_scratch_that_is_a_link)
+{
+	unit_write("target", "the agent's own file\n");
+	cr_assert_eq(symlink("target", "s.md.lock"), 0);
+	cr_assert_eq(al_write_state("s.md", "ours\n", 5), 0, "%s", al_errmsg());
+	cr_assert_str_eq(file_text("target"), "the agent's own file\n", "the link's target is intact");
+	cr_assert_str_eq(file_text("s.md"), "ours\n");
+	cr_assert_eq(link("target", "s.md.lock"), 0);
+	cr_assert_eq(al_write_state("s.md", "again\n", 6), 0, "%s", al_errmsg());
+	cr_assert_str_eq(file_text("target"), "the agent's own file\n", "the other link is intact");
+	cr_assert_str_eq(file_text("s.md"), "again\n");
+	al_rewritten_clear();
+}
+
+Test(fsutil, write_state_errors_name_the_file)
+{
+	cr_assert_eq(al_write_state("no/such/dir/s.md", "x", 1), AL_ERROR);
+	cr_assert_not_null(strstr(al_errmsg(), "no/such/dir/s.md.lock"), "%s", al_errmsg());
+	cr_assert_eq(mkdir("d.md.lock", 0755), 0);
+	cr_assert_eq(al_write_state("d.md", "x", 1), AL_ERROR);
+	cr_assert_not_null(strstr(al_errmsg(), "d.md.lock"), "%s", al_errmsg());
+	cr_assert_not(exists("d.md"), "nothing was written");
+}
