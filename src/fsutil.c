@@ -136,6 +136,12 @@ void al_rewritten_forget(const struct stat *st)
 		}
 }
 
+/* After `len` bytes written over a file of `st`: cuts its old tail, if it has one. */
+static int cut(int fd, size_t len, const struct stat *st)
+{
+	return st->st_size > (off_t)len ? ftruncate(fd, (off_t)len) : 0;
+}
+
 /*
  * The scratch file X.lock of a state file X, opened for writing over: made
  * if missing; one that is not a plain file of one link (an agent's link)
@@ -170,7 +176,7 @@ int al_write_state(const char *path, const void *data, size_t len)
 		rc = al_err(AL_ERROR, "cannot write '%s': %s", lock.buf, strerror(errno));
 		goto done;
 	}
-	if (al_write_all(fd, data, len) < 0 || ftruncate(fd, (off_t)len) < 0) {
+	if (al_write_all(fd, data, len) < 0 || cut(fd, len, &st) < 0) {
 		rc = al_err(AL_ERROR, "cannot write '%s': %s", lock.buf, strerror(errno));
 		close(fd);
 		goto done;
@@ -216,8 +222,7 @@ int al_write_in_place(const char *path, const void *data, size_t len)
 	if (al_write_all(fd, data, half) < 0)
 		goto fail;
 	al_crash_point("torn write");
-	if (al_write_all(fd, (const char *)data + half, len - half) < 0 ||
-	    ftruncate(fd, (off_t)len) < 0)
+	if (al_write_all(fd, (const char *)data + half, len - half) < 0 || cut(fd, len, &st) < 0)
 		goto fail;
 	close(fd);
 	remember_rewritten(&st);

@@ -21,9 +21,9 @@ res_repo() {
 	printf 'one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n' >"$R/shared.txt"
 	cp "$FIXTURES"/worktree/edit.md "$FIXTURES"/worktree/edit.sh "$R/.ai-loop/agents/"
 	# the resolvers: each notes where it ran, its task and the markers it saw
-	for r in ok markers fail killed; do
-		printf -- '---\nname: resolve-%s\ncommand: sh .ai-loop/agents/resolve.sh %s\n---\nResolve the conflict.\n' \
-			"$r" "$r" >"$R/.ai-loop/agents/resolve-$r.md"
+	for r in ok markers fail killed interrupted slow; do
+		printf -- '---\nname: resolve-%s\ncommand: sh .ai-loop/agents/resolve.sh %s\n%b---\nResolve the conflict.\n' \
+			"$r" "$r" "$([ $r = slow ] && echo 'timeout: 1\n')" >"$R/.ai-loop/agents/resolve-$r.md"
 	done
 	cat >"$R/.ai-loop/agents/resolve.sh" <<'SH'
 pwd >"$RV/cwd"
@@ -33,16 +33,17 @@ case $1 in
 ok) printf 'one\nAB\nthree\nfour\nfive\nsix\nseven\neight\n' >shared.txt ;;
 markers) echo "left it" ;;
 fail) echo "cannot resolve"; exit 3 ;;
-killed) # the first time: half a resolution, then ailoop is killed
-	if [ ! -e "$RV/killed" ]; then
-		touch "$RV/killed" half.txt
+slow) sleep 30 ;;
+killed | interrupted) # the first time: half a resolution, then ailoop is killed (or interrupted)
+	if [ ! -e "$RV/$1" ]; then
+		touch "$RV/$1" half.txt
 		echo half >shared.txt
 		p=$PPID
 		# (the nearest ailoop above: the binary may be a renamed copy)
 		while [ "$p" -gt 1 ] && ! grep -q '^ailoop' /proc/$p/comm; do
 			p=$(awk '{print $4}' /proc/$p/stat)
 		done
-		[ "$p" -gt 1 ] && kill -9 "$p"
+		[ "$p" -gt 1 ] && kill -"$([ $1 = killed ] && echo KILL || echo INT)" "$p"
 		sleep 5
 	fi
 	printf 'one\nAB\nthree\nfour\nfive\nsix\nseven\neight\n' >shared.txt
@@ -112,6 +113,30 @@ expect_eq "$(ls half.txt 2>&1 >/dev/null | wc -l | tr -d ' ')" "1" \
 	"nothing of the killed resolution is in the work tree"
 expect_eq "$(clean)" "" "git status is clean"
 expect_eq "$(worktrees)" "1" "the worktrees are gone"
+
+# --- Ctrl-C while the resolver works: the run pauses, resume resolves it again, once -----------
+res_repo interrupted resolve-interrupted
+expect_rc 3 "ailoop interrupted during the resolution exits 3"
+expect_eq "$(run_status)" "paused" "the run is paused"
+expect_eq "$(merges)" "merge a," "the child in resolution is not merged"
+expect_eq "$(clean)" "" "nothing of the interrupted resolution is in the main work tree"
+run "$AILOOP" resume
+expect_rc 0 "resume completes the run"
+expect_eq "$(merges)" "merge a,merge b, resolved by .ai-loop/agents/resolve-interrupted.md,merge c," \
+	"each child merged once, in child order"
+expect_eq "$(tr '\n' ' ' <shared.txt)" "one AB three C five six seven eight " "the resolved merge"
+expect_eq "$(clean)" "" "git status is clean"
+expect_eq "$(worktrees)" "1" "the worktrees are gone"
+
+# --- the resolver runs out of its time: the node fails with conflict ----------------------------
+res_repo slow resolve-slow
+expect_rc 1 "a resolver that times out: the run fails"
+expect_in "$out$err" "conflict: shared.txt differ between 'ai-loop/resolve' and 'ai-loop/resolve--b'; resolver failed" \
+	"the conflict says the resolver failed"
+expect_in "$out$err" "did not finish in time and was stopped" "the error says it timed out"
+expect_eq "$(merges)" "merge a," "the conflicting child is not merged"
+expect_eq "$(clean)" "" "the main work tree is clean"
+[ -z "$(pgrep -f 'resolve.sh slow')" ] && pass || fail "no resolver process is left"
 
 # --- the resolver leaves markers: the node fails with conflict ---------------------------------
 res_repo markers resolve-markers

@@ -155,11 +155,11 @@ MD
 	cd "$R"
 	run "$AILOOP" run "write in parallel"
 }
-par_repo par-local
+par_repo par-local "isolation: shared"
 expect_rc 0 "parallel run locally"
 ref_commits=$(triples "$R" | sort)
 ref_tree=$(code_tree "$R" | grep -v flow.yaml)
-par_repo par-slurm "executor: slurm"
+par_repo par-slurm "isolation: shared" "executor: slurm"
 expect_rc 0 "parallel run on slurm"
 expect_eq "$(triples "$R" | sort)" "$ref_commits" "the same commits on slurm as locally"
 expect_eq "$(code_tree "$R" | grep -v flow.yaml)" "$ref_tree" "the same tree on slurm as locally"
@@ -183,5 +183,44 @@ expect_eq "$(git ls-tree --name-only ai-loop/write-in-parallel--w3 | grep out-)"
 expect_eq "$(git worktree list | wc -l)" 1 "worktrees: none left after the run"
 expect_eq "$(squeue -h | wc -l)" 0 "worktrees: squeue is empty after the run"
 check_history "$R"
+
+# a conflict's resolver runs as a slurm step too, in its own worktree
+R=$TEST_TMP/resolve-slurm
+export RV=$TEST_TMP/resolve-slurm.rv
+mkdir -p "$RV"
+loop_repo "$R" a
+printf 'one\ntwo\n' >"$R/shared.txt"
+printf -- '---\nname: line\ncommand: echo "$AILOOP_NODE_ID" >shared.txt\n---\nEdit.\n' \
+	>"$R/.ai-loop/agents/line.md"
+cat >"$R/.ai-loop/agents/resolver.md" <<'MD'
+---
+name: resolver
+command: 'pwd >"$RV/resolver-cwd"; echo "$SLURM_JOB_ID" >"$RV/resolver-job"; echo both >shared.txt'
+---
+Resolve.
+MD
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: par
+  type: parallel
+  executor: slurm
+  on_conflict: {agent: .ai-loop/agents/resolver.md}
+  children:
+    - {id: a, agent: .ai-loop/agents/line.md}
+    - {id: b, agent: .ai-loop/agents/line.md}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "resolve on slurm"
+expect_rc 0 "a conflict resolved by a resolver on slurm"
+expect_eq "$(cat shared.txt)" "both" "the resolver's file is merged"
+expect_eq "$(cat "$RV/resolver-cwd")" "$(cd .ai-loop/runs/run_* && pwd)/worktrees/b.resolve" \
+	"the resolver's step ran in its worktree"
+[ "$(cat "$RV/resolver-job")" -gt 0 ] 2>/dev/null && pass ||
+	fail "the resolver ran as a slurm job ($(cat "$RV/resolver-job"))"
+expect_eq "$(grep -c '"event":"slurm_step"' .ai-loop/runs/run_*/events.jsonl)" 3 \
+	"the children's and the resolver's agents ran as slurm steps"
+expect_eq "$(squeue -h | wc -l)" 0 "squeue is empty after the run"
 
 finish
