@@ -15,6 +15,23 @@ mkdir -p "$CALLS"
 
 child_branches() { git branch --list 'ai-loop/*--*' --format='%(refname:short)' | tr '\n' ' '; }
 
+# agent NAME COMMAND: .ai-loop/agents/NAME.md, an agent that runs COMMAND
+# (without a single quote: it is quoted so in the YAML)
+agent() { printf -- "---\nname: %s\ncommand: '%s'\n---\n" "$1" "$2" >".ai-loop/agents/$1.md"; }
+
+# par_flow CHILD...: the flow, a parallel node `par` of the children (YAML
+# list items, each of one or more lines) with no isolation key; committed
+par_flow() {
+	printf 'version: 1\nflow:\n  id: par\n  type: parallel\n  children:\n' >.ai-loop/flow.yaml
+	printf '    - %s\n' "$@" >>.ai-loop/flow.yaml
+	commit_all .
+}
+
+# fix_loop AGENT: a sensor-form loop child `fix` whose actuator is AGENT
+fix_loop() {
+	printf 'id: fix\n      type: loop\n      controller: builtin:all-pass\n      sensors: [.ai-loop/agents/sensor.md]\n      actuator: {strategy: direct, agent: .ai-loop/agents/%s.md}' "$1"
+}
+
 # iso_repo NAME: a repository with the scripted agents, the editing action
 # of the worktree tests and a sensor `peek` that passes only if x.txt,
 # written by a sibling, is not where it looks; the test writes the flow
@@ -22,32 +39,24 @@ iso_repo() {
 	R=$TEST_TMP/$1 RV=$TEST_TMP/$1.rv
 	mkdir -p "$RV"
 	loop_repo "$R" item
-	cp "$FIXTURES"/worktree/edit.md "$FIXTURES"/worktree/edit.sh "$R/.ai-loop/agents/"
-	cat >"$R/.ai-loop/agents/peek.md" <<'MD'
----
-name: peek
-command: sh .ai-loop/agents/peek.sh
-target: no sibling's file here
----
-MD
-	cat >"$R/.ai-loop/agents/peek.sh" <<'SH'
-i=0
-while [ ! -e "$RV/x" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ -e "$RV/x" ] || { echo "x never wrote"; exit 1; }
-[ -e x.txt ] && { echo "sees x.txt"; exit 1; }
-echo "x.txt not here"
-SH
+	cp "$FIXTURES"/worktree/edit.* "$FIXTURES"/worktree/peek.* "$R/.ai-loop/agents/"
 	cd "$R"
+}
+
+# flow_head [NODE-KEY] [DEFAULTS-LINE]: a flow's lines up to its parallel
+# node `par`'s children
+flow_head() {
+	echo "version: 1"
+	[ -z "${2:-}" ] || printf 'defaults:\n  %s\n' "$2"
+	printf 'flow:\n  id: par\n  type: parallel\n'
+	[ -z "${1:-}" ] || printf '  %s\n' "$1"
 }
 
 # writers_flow [NODE-KEY] [DEFAULTS-LINE]: a parallel node whose child x
 # writes x.txt and whose child watch, a loop, measures with peek
 writers_flow() {
 	{
-		echo "version: 1"
-		[ -z "${2:-}" ] || printf 'defaults:\n  %s\n' "$2"
-		printf 'flow:\n  id: par\n  type: parallel\n'
-		[ -z "${1:-}" ] || printf '  %s\n' "$1"
+		flow_head "$@"
 		cat <<'YAML'
   children:
     - {id: x, skill: see-x-watch, agent: .ai-loop/agents/edit.md}
@@ -67,10 +76,7 @@ YAML
 # children only measure: conditionals with a condition and no branch
 measuring_flow() {
 	{
-		echo "version: 1"
-		[ -z "${2:-}" ] || printf 'defaults:\n  %s\n' "$2"
-		printf 'flow:\n  id: par\n  type: parallel\n'
-		[ -z "${1:-}" ] || printf '  %s\n' "$1"
+		flow_head "$@"
 		cat <<'YAML'
   children:
     - id: has-readme
@@ -137,28 +143,10 @@ expect_eq "$(child_branches)" \
 # reads mode.txt (tracked), which says "broken": the user adds the one
 # (untracked) and edits the other (tracked), then resumes
 iso_repo fix
-cat >.ai-loop/agents/tool.md <<'MD'
----
-name: tool
-command: 'grep -qx ok mode.txt || { echo "mode.txt says $(cat mode.txt)" >&2; exit 4; }; sh tools/fix-tool.sh'
----
-MD
+agent tool 'grep -qx ok mode.txt || { echo "mode.txt says $(cat mode.txt)" >&2; exit 4; }; sh tools/fix-tool.sh'
 echo broken >mode.txt
-cat >.ai-loop/flow.yaml <<'YAML'
-version: 1
-flow:
-  id: par
-  type: parallel
-  children:
-    - {id: quick, skill: line-1-quick, agent: .ai-loop/agents/edit.md}
-    - id: fix
-      type: loop
-      controller: builtin:all-pass
-      sensors: [.ai-loop/agents/sensor.md]
-      actuator: {strategy: direct, agent: .ai-loop/agents/tool.md}
-YAML
 echo one >shared.txt
-commit_all .
+par_flow "{id: quick, skill: line-1-quick, agent: .ai-loop/agents/edit.md}" "$(fix_loop tool)"
 run "$AILOOP" run "fix"
 expect_rc 1 "the child's agent fails: the run ends in error"
 expect_in "$(cat .ai-loop/runs/run_*/nodes/par/fix/logs/actuator.log)" "mode.txt says broken" \
@@ -191,25 +179,8 @@ expect_eq "$("$AILOOP" log --json | jq -r '[.[] | select(.merge) | .merge] | joi
 
 # --- the user's change meets the child's own edit: an error, nothing lost -------------------
 iso_repo conflict
-cat >.ai-loop/agents/flaky.md <<'MD'
----
-name: flaky
-command: 'if [ ! -e "$CALLS/flaky" ]; then touch "$CALLS/flaky"; echo child >notes.txt; exit 3; fi; exec sh .ai-loop/agents/fix.sh'
----
-MD
-cat >.ai-loop/flow.yaml <<'YAML'
-version: 1
-flow:
-  id: par
-  type: parallel
-  children:
-    - id: fix
-      type: loop
-      controller: builtin:all-pass
-      sensors: [.ai-loop/agents/sensor.md]
-      actuator: {strategy: direct, agent: .ai-loop/agents/flaky.md}
-YAML
-commit_all .
+agent flaky 'if [ ! -e "$CALLS/flaky" ]; then touch "$CALLS/flaky"; echo child >notes.txt; exit 3; fi; exec sh .ai-loop/agents/fix.sh'
+par_flow "$(fix_loop flaky)"
 run "$AILOOP" run "conflict"
 expect_rc 1 "the child's agent fails after it wrote notes.txt"
 id=$(basename .ai-loop/runs/run_*)
@@ -234,18 +205,9 @@ expect_eq "$(git status --porcelain)" "" "clean tree after the resume"
 # killed once x's merge has written x.txt, before it is committed; the user
 # then edits x.txt, and the merge made again on resume would overwrite it
 iso_repo overwrite
-printf -- '---\nname: wx\ncommand: echo x >x.txt\n---\n' >.ai-loop/agents/wx.md
-printf -- '---\nname: wy\ncommand: echo y >y.txt\n---\n' >.ai-loop/agents/wy.md
-cat >.ai-loop/flow.yaml <<'YAML'
-version: 1
-flow:
-  id: par
-  type: parallel
-  children:
-    - {id: x, skill: x, agent: .ai-loop/agents/wx.md}
-    - {id: y, skill: y, agent: .ai-loop/agents/wy.md}
-YAML
-commit_all .
+agent wx "echo x >x.txt"
+agent wy "echo y >y.txt"
+par_flow "{id: x, skill: x, agent: .ai-loop/agents/wx.md}" "{id: y, skill: y, agent: .ai-loop/agents/wy.md}"
 cp -a . "$TEST_TMP/overwrite-points"
 (cd "$TEST_TMP/overwrite-points" &&
 	AILOOP_CRASH_LOG="$TEST_TMP/points" "$AILOOP" run --quiet "overwrite" >/dev/null 2>&1)
@@ -268,22 +230,8 @@ expect_eq "$(git status --porcelain)" "" "clean tree after the resume"
 
 # --- --allow-dirty: the children see the changes the run started with ----------------------
 iso_repo dirty
-cat >.ai-loop/agents/sees.md <<'MD'
----
-name: sees
-command: 'test -e extra.txt && grep -q dirty README && echo seen >"seen-$AILOOP_NODE_ID.txt"'
----
-MD
-cat >.ai-loop/flow.yaml <<'YAML'
-version: 1
-flow:
-  id: par
-  type: parallel
-  children:
-    - {id: a, skill: look, agent: .ai-loop/agents/sees.md}
-    - {id: b, skill: look, agent: .ai-loop/agents/sees.md}
-YAML
-commit_all .
+agent sees 'test -e extra.txt && grep -q dirty README && echo seen >"seen-$AILOOP_NODE_ID.txt"'
+par_flow "{id: a, skill: look, agent: .ai-loop/agents/sees.md}" "{id: b, skill: look, agent: .ai-loop/agents/sees.md}"
 echo dirty >>README
 echo extra >extra.txt
 run "$AILOOP" run --allow-dirty "dirty"
