@@ -316,8 +316,13 @@ int al_git_dirty(struct al_git *g, char **path)
 	*path = NULL;
 	git_status_options_init(&opts, GIT_STATUS_OPTIONS_VERSION);
 	opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+	/*
+	 * UPDATE_INDEX, as `git status` does: files whose stat data the index
+	 * has wrong (a copied or restored tree) are hashed once here, not again
+	 * in every later pass over the tree.
+	 */
 	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
-		     GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+		     GIT_STATUS_OPT_EXCLUDE_SUBMODULES | GIT_STATUS_OPT_UPDATE_INDEX;
 	if (git_status_list_new(&list, g->repo, &opts) < 0)
 		return fail("cannot read the status of the work tree");
 	for (size_t i = 0; i < git_status_list_entrycount(list) && !dirty; i++) {

@@ -622,7 +622,8 @@ int al_worktree_changes(struct al_wt_changes **out, const char *skip)
 	}
 	if (git_revparse_single(&head, repo, "HEAD^{tree}") < 0 ||
 	    git_tree_lookup(&tree, repo, git_object_id(head)) < 0 ||
-	    git_diff_tree_to_workdir(&diff, repo, tree, &opts) < 0) {
+	    /* through the index: a file whose stat data it holds is not read again */
+	    git_diff_tree_to_workdir_with_index(&diff, repo, tree, &opts) < 0) {
 		rc = fail("cannot compare the work tree with HEAD");
 		goto done;
 	}
