@@ -122,28 +122,73 @@ static char *agents_record(const struct al_exec *ex, const struct al_node *c)
 	return path;
 }
 
+static bool isolated(const struct al_node *n)
+{
+	return n->isolation == AL_ISOLATION_WORKTREE;
+}
+
+/* How many children of parallel nodes with worktrees, at or below `n`, have id `id`. */
+static size_t worktree_ids(const struct al_node *n, const char *id)
+{
+	size_t uses = 0;
+
+	for (size_t i = 0; i < al_node_nkids(n); i++) {
+		const struct al_node *kid = al_node_kid(n, i);
+
+		uses += (n->type == AL_NODE_PARALLEL && isolated(n) && !strcmp(kid->id, id)) +
+			worktree_ids(kid, id);
+	}
+	return uses;
+}
+
+/*
+ * The child's key among the run's worktrees and branches: its id, or, if
+ * a child of another parallel node with worktrees has the same id (two
+ * such nodes may run at once), its path with '+' for '/'. Ids have
+ * neither '+' nor '.', so no key is another's, nor a resolver's
+ * `<key>.resolve`.
+ */
+static char *wt_key(const struct al_node *c)
+{
+	const struct al_node *root = c;
+	char *key;
+
+	while (root->parent)
+		root = root->parent;
+	if (worktree_ids(root, c->id) < 2)
+		return al_strdup(c->id);
+	key = al_strdup(c->path);
+	for (char *p = key; *p; p++)
+		if (*p == '/')
+			*p = '+';
+	return key;
+}
+
 /* The child's worktree, its branch and git's name for it. Caller frees. */
 static char *wt_path(const struct al_exec *ex, const struct al_node *c)
 {
-	return al_xprintf("%s/" AL_WORKTREES_DIR "/%s", ex->run->abs_dir, c->id);
+	char *key = wt_key(c), *path = al_xprintf("%s/" AL_WORKTREES_DIR "/%s", ex->run->abs_dir, key);
+
+	free(key);
+	return path;
 }
 
 static char *wt_branch(const struct al_exec *ex, const struct al_node *c)
 {
 	const char *b = ex->run->st.branch;
+	char *key = wt_key(c), *branch = b && *b ? al_xprintf("%s--%s", b, key)
+						 : al_xprintf("ai-loop/%s--%s", ex->run->st.run_id, key);
 
-	return b && *b ? al_xprintf("%s--%s", b, c->id)
-		       : al_xprintf("ai-loop/%s--%s", ex->run->st.run_id, c->id);
+	free(key);
+	return branch;
 }
 
 static char *wt_name(const struct al_exec *ex, const struct al_node *c)
 {
-	return al_xprintf("ailoop-%s-%s", ex->run->st.run_id, c->id);
-}
+	char *key = wt_key(c), *name = al_xprintf("ailoop-%s-%s", ex->run->st.run_id, key);
 
-static bool isolated(const struct al_node *n)
-{
-	return n->isolation == AL_ISOLATION_WORKTREE;
+	free(key);
+	return name;
 }
 
 /*
@@ -502,8 +547,9 @@ static int resolve(struct al_node_run *nr, const struct al_node *c, const char *
 {
 	struct al_exec *ex = nr->ex;
 	const struct al_node *n = nr->n;
-	char *path = al_xprintf("%s/" AL_WORKTREES_DIR "/%s.resolve", ex->run->abs_dir, c->id);
-	char *name = al_xprintf("ailoop-%s-%s.resolve", ex->run->st.run_id, c->id);
+	char *key = wt_key(c);
+	char *path = al_xprintf("%s/" AL_WORKTREES_DIR "/%s.resolve", ex->run->abs_dir, key);
+	char *name = al_xprintf("ailoop-%s-%s.resolve", ex->run->st.run_id, key);
 	char *dir = al_xprintf("%s/resolve.%s", nr->dir, c->id);
 	char *out = al_xprintf("%s/resolve-output.md", dir), *task_path = al_xprintf("%s/task.md", dir);
 	char *task = al_xprintf("Resolve the merge conflict in %s, between branch '%s' (ours, the "
@@ -566,6 +612,7 @@ done:
 	free(dir);
 	free(name);
 	free(path);
+	free(key);
 	return rc;
 }
 

@@ -88,6 +88,44 @@ static void clear_lock(char *path)
 	free(path);
 }
 
+/* Whether commit `tip` is `base` or has it in its history. */
+static bool holds(git_repository *repo, const git_oid *tip, const git_oid *base)
+{
+	return tip && (git_oid_equal(tip, base) || git_graph_descendant_of(repo, tip, base) == 1);
+}
+
+/*
+ * The child's branch from an earlier run of its node (in a loop, or a
+ * later parallel node with a child of the same id): its worktree goes,
+ * and so does the branch if the new start commit `base` holds it
+ * (merged); unmerged (the child failed), it stays for inspection as
+ * `<branch>.<short id>` (ids have no '.'). The child then starts afresh
+ * from `base`.
+ */
+static int set_aside(git_repository *repo, git_reference *ref, const git_oid *base,
+		     const char *name, const char *path)
+{
+	const git_oid *tip = git_reference_target(ref);
+	git_reference *moved = NULL;
+	char hex[8], *aside;
+	const char *branch;
+	int rc;
+
+	if ((rc = prune(repo, name, false)) < 0 || (rc = al_remove_tree(path)) < 0)
+		return rc;
+	if (holds(repo, base, tip))
+		return git_branch_delete(ref) < 0 ? fail("cannot delete a merged child's branch") : 0;
+	git_oid_tostr(hex, sizeof(hex), tip);
+	if (git_branch_name(&branch, ref) < 0)
+		return fail("cannot read a child's branch");
+	aside = al_xprintf("%s.%s", branch, hex);
+	if (git_branch_move(&moved, ref, aside, 1) < 0)
+		rc = fail("cannot set a child's old branch aside");
+	git_reference_free(moved);
+	free(aside);
+	return rc;
+}
+
 int al_worktree_ensure(const char *path, const char *name, const char *branch,
 		       const char *base_hex)
 {
@@ -109,8 +147,20 @@ int al_worktree_ensure(const char *path, const char *name, const char *branch,
 	clear_lock(al_xprintf("%srefs/heads/%s.lock", git_repository_commondir(repo), branch));
 	clear_lock(al_xprintf("%s/index.lock", admin));
 	clear_lock(al_xprintf("%s/HEAD.lock", admin));
-	if (git_branch_lookup(&ref, repo, branch, GIT_BRANCH_LOCAL) < 0) {
-		if (git_oid_fromstr(&oid, base_hex) < 0 || git_commit_lookup(&base, repo, &oid) < 0 ||
+	if (git_oid_fromstr(&oid, base_hex) < 0) {
+		rc = al_err(AL_ERROR, "bad start commit '%s' for worktree '%s'", base_hex, name);
+		goto done;
+	}
+	if (git_branch_lookup(&ref, repo, branch, GIT_BRANCH_LOCAL) == 0 &&
+	    !holds(repo, git_reference_target(ref), &oid)) {
+		rc = set_aside(repo, ref, &oid, name, path);
+		git_reference_free(ref);
+		ref = NULL;
+		if (rc < 0)
+			goto done;
+	}
+	if (!ref && git_branch_lookup(&ref, repo, branch, GIT_BRANCH_LOCAL) < 0) {
+		if (git_commit_lookup(&base, repo, &oid) < 0 ||
 		    git_branch_create(&ref, repo, branch, base, 0) < 0) {
 			rc = fail("cannot create the child's branch");
 			goto done;

@@ -19,7 +19,10 @@
  * Makes sure worktree `name` exists at `path` (absolute), on branch
  * `branch`, which is made at commit `base_hex` if it does not exist. An
  * existing worktree is kept as it is (a resumed child continues in it);
- * one left half-made by a kill is made again.
+ * one left half-made by a kill is made again. A branch that does not hold
+ * `base_hex` is from an earlier run of the node: its worktree is removed
+ * and the branch made anew, the old one deleted if `base_hex` holds it,
+ * else kept as `<branch>.<short id>`.
  */
 int al_worktree_ensure(const char *path, const char *name, const char *branch,
 		       const char *base_hex);

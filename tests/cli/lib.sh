@@ -265,6 +265,23 @@ run_status() {
 }
 
 # kill_each_point TEMPLATE TASK HISTORY [SETTLED]: the kill tests' loop.
+# reference_run TEMPLATE TASK HISTORY: a copy of TEMPLATE ($TEST_TMP/reference,
+# the current directory then) runs TASK with every crash point it passes
+# logged in $TEST_TMP/points; sets what kill_each_point compares with:
+# $ref_rc, $ref_triples (by the command HISTORY), $ref_tree, $ref_status,
+# and $total, the number of crash points
+reference_run() {
+	local r=$TEST_TMP/reference
+	rm -rf "$r" "$TEST_TMP/points"
+	cp -a "$1" "$r"
+	cd "$r"
+	ref_rc=$({ AILOOP_CRASH_LOG="$TEST_TMP/points" "$AILOOP" run --quiet "$2" >/dev/null 2>&1; echo $?; })
+	ref_triples=$($3 "$r")
+	ref_tree=$(code_tree "$r")
+	ref_status=$(run_status)
+	total=$(wc -l <"$TEST_TMP/points")
+}
+
 # For each crash point 1..$total, a copy of the repository TEMPLATE runs
 # TASK with AILOOP_CRASH_AT; the killed run is resumed once (killed before
 # the run existed, it is run again) and must end as the reference did:

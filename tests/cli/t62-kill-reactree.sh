@@ -53,13 +53,7 @@ unset TRAIL
 commit_all "$T/template"
 
 # the reference, with every crash point it passes logged
-cp -a "$T/template" "$T/reference"
-cd "$T/reference"
-ref_rc=$({ AILOOP_CRASH_LOG="$T/points" "$AILOOP" run --quiet "deliver it" >/dev/null 2>&1; echo $?; })
-ref_triples=$(triples "$T/reference")
-ref_tree=$(code_tree "$T/reference")
-ref_status=$(run_status)
-total=$(wc -l <"$T/points")
+reference_run "$T/template" "deliver it" triples
 expect_eq "$ref_rc $ref_status" "0 complete" "the reference run succeeds"
 expect_eq "$(printf '%s\n' "$ref_triples" | tr '\n' ,)" "1 main/rounds/pick/tx/try failed,\
 1 main/rounds/pick/tx failed,1 main/rounds/pick/alt complete,1 main/rounds running,\

@@ -62,13 +62,7 @@ canonical() {
 }
 
 # the reference, with every crash point it passes logged
-cp -a "$T/template" "$T/reference"
-cd "$T/reference"
-ref_rc=$({ AILOOP_CRASH_LOG="$T/points" "$AILOOP" run --quiet "deliver it" >/dev/null 2>&1; echo $?; })
-ref_triples=$(canonical "$T/reference")
-ref_tree=$(code_tree "$T/reference")
-ref_status=$(run_status)
-total=$(wc -l <"$T/points")
+reference_run "$T/template" "deliver it" canonical
 expect_eq "$ref_rc $ref_status" "0 complete" "the reference run succeeds"
 expect_eq "$(printf '%s\n' "$ref_triples" | tr '\n' ,)" "0 main/first complete,\
 1 main/rounds/par/a complete,1 main/rounds/par/b complete,1.0 main/rounds/par/fix running,\

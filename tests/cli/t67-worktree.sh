@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # isolation: worktree: each child of a parallel node works in a git
 # worktree of its own (.ai-loop/runs/<id>/worktrees/<child>, on branch
-# <run branch>--<child>), never sees its siblings' edits, and the children
-# that succeeded are merged back in child order, a merge commit each; the
-# worktrees go when the run completes and stay when it fails.
+# <run branch>--<child>; by its path, '/' as '+', if a child of another
+# parallel node with worktrees has its id), never sees its siblings'
+# edits, and the children that succeeded are merged back in child order,
+# a merge commit each; the worktrees go when the run completes and stay
+# when it fails. A node that runs again starts its children afresh.
 . "$(dirname "$0")/lib.sh"
 
 export RV
@@ -133,6 +135,101 @@ run "$AILOOP" run "by default"
 expect_rc 0 "defaults.parallel_isolation worktree: the run completes"
 expect_eq "$(git log --merges --format=%s | wc -l | tr -d ' ')" "2" "its children were merged"
 expect_eq "$(cat created-write-a.txt)" "new" "the child's file is in the main work tree"
+
+# --- a parallel node that runs again (in a loop) --------------------------------------------
+# Each run's children start from that run's start commit: what the
+# siblings and c did in earlier rounds is in their worktrees. A child's
+# branch merged before is made again; an unmerged one (its child failed)
+# is set aside as <branch>.<short id>, its work kept. (One child at a
+# time: b is done when a fails.)
+R=$TEST_TMP/again
+new_repo "$R"
+mkdir -p "$R/.ai-loop/agents"
+cat >"$R/.ai-loop/agents/round.sh" <<'SH'
+# appends to <skill>.txt how many lines it has and how many c.txt has;
+# fails as a while there is no c.txt
+skill=$(sed -n 's/^Skill: //p' "$AILOOP_TASK_FILE")
+echo "$skill: $(cat "$skill.txt" 2>/dev/null | wc -l) mine, $(cat c.txt 2>/dev/null | wc -l) of c" >>"$skill.txt"
+[ "$skill" != a ] || [ -e c.txt ]
+SH
+printf -- '---\nname: round\ncommand: sh .ai-loop/agents/round.sh\n---\n' >"$R/.ai-loop/agents/round.md"
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: top
+  type: loop
+  max_iterations: 3
+  children:
+    - id: par
+      type: parallel
+      isolation: worktree
+      max_concurrency: 1
+      children:
+        - {id: b, skill: b, agent: .ai-loop/agents/round.md}
+        - {id: a, skill: a, agent: .ai-loop/agents/round.md}
+    - {id: c, skill: c, agent: .ai-loop/agents/round.md}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "rounds"
+expect_rc 0 "a loop of a parallel node in worktrees: the run completes"
+expect_eq "$(cat b.txt)" "b: 0 mine, 0 of c
+b: 1 mine, 1 of c
+b: 2 mine, 2 of c" "each round's child works on that round's start: its earlier work and c's are there"
+expect_eq "$(cat a.txt)" "a: 0 mine, 1 of c
+a: 1 mine, 2 of c" "a child that failed starts afresh in the next round, its failed work not merged"
+aside=$(git branch --list 'ai-loop/rounds--a.*' --format='%(refname:short)')
+expect_eq "$aside" "ai-loop/rounds--a.$(git rev-parse --short=7 "$aside" 2>/dev/null)" \
+	"the failed child's branch is set aside as <branch>.<short id> when its node runs again"
+expect_eq "$(git log -1 --format=%s "$aside" 2>/dev/null | sed 's/ — .*//')" \
+	"ai-loop[top > par > a]: iteration 1" "the set-aside branch holds the failed round's commit"
+expect_eq "$(git show "$aside:a.txt" 2>/dev/null)" "a: 0 mine, 0 of c" "and its work"
+expect_eq "$(git branch --list 'ai-loop/rounds--*' --format='%(refname:short)' | grep -cv '\.')" "2" \
+	"each child has one branch of its own name"
+git merge-base --is-ancestor ai-loop/rounds--b HEAD && pass || fail "b's branch is its last round's, merged"
+expect_eq "$(worktrees)" "1" "no worktree is left"
+
+# --- two parallel nodes with worktrees whose children share ids, at once -----------------
+# Each child keys its worktree and branch by its path then (with '+'),
+# so none works in another's.
+R=$TEST_TMP/twins
+new_repo "$R"
+mkdir -p "$R/.ai-loop/agents"
+cat >"$R/.ai-loop/agents/twin.sh" <<'SH'
+# lists the work tree, waits for the other children, writes <skill>.txt
+skill=$(sed -n 's/^Skill: //p' "$AILOOP_TASK_FILE")
+ls >"$skill.seen"
+sleep 0.5
+echo "$skill" >"$skill.txt"
+SH
+printf -- '---\nname: twin\ncommand: sh .ai-loop/agents/twin.sh\n---\n' >"$R/.ai-loop/agents/twin.md"
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: top
+  type: parallel
+  children:
+    - id: p1
+      type: parallel
+      children:
+        - {id: a, skill: p1a, agent: .ai-loop/agents/twin.md}
+        - {id: b, skill: p1b, agent: .ai-loop/agents/twin.md}
+    - id: p2
+      type: parallel
+      children:
+        - {id: a, skill: p2a, agent: .ai-loop/agents/twin.md}
+        - {id: c, skill: p2c, agent: .ai-loop/agents/twin.md}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "twins"
+expect_rc 0 "two parallel nodes whose children share an id: the run completes"
+expect_eq "$(cat p1a.seen p2a.seen | grep -c '^p.a\.')" "2" "each child a saw only its own files"
+expect_eq "$(ls p*.txt | tr '\n' ' ')" "p1a.txt p1b.txt p2a.txt p2c.txt " "every child's work is merged"
+expect_eq "$(git branch --list 'ai-loop/twins--*' --format='%(refname:short)' | tr '\n' ' ')" \
+	"ai-loop/twins--b ai-loop/twins--c ai-loop/twins--p1 ai-loop/twins--p2 ai-loop/twins--top+p1+a ai-loop/twins--top+p2+a " \
+	"a shared id's branches are keyed by path, the others by id"
+expect_eq "$(worktrees)" "1" "no worktree is left"
 
 # (a loop child's sensor never sees a sibling's edit: t92, with worktrees
 # by default, on the node's key, and shared for contrast)

@@ -6,6 +6,9 @@
 # merges' included); one `ailoop resume` must end it like the reference:
 # the same commits (merge commits included), the same tree, a clean
 # `git fsck --strict` and work tree, no worktree left, the same status.
+# Then the same for a loop whose parallel node runs twice: the second
+# run's children start from its start commit, their old branches made
+# again.
 . "$(dirname "$0")/lib.sh"
 
 T=$TEST_TMP
@@ -44,13 +47,7 @@ canonical() {
 	git -C "$1" worktree list | wc -l
 }
 
-cp -a "$T/template" "$T/reference"
-cd "$T/reference"
-ref_rc=$({ AILOOP_CRASH_LOG="$T/points" "$AILOOP" run --quiet "deliver it" >/dev/null 2>&1; echo $?; })
-ref_triples=$(canonical "$T/reference")
-ref_tree=$(code_tree "$T/reference")
-ref_status=$(run_status)
-total=$(wc -l <"$T/points")
+reference_run "$T/template" "deliver it" canonical
 expect_eq "$ref_rc $ref_status" "0 complete" "the reference run succeeds"
 expect_eq "$(git log --first-parent --reverse --format=%s | sed -n 's/^ai-loop\[.*\]: iteration //p' | tr '\n' ,)" \
 	"0 — did first,0 — merge a,0 — merge b,0 — did last,0 — all 3 children succeeded," \
@@ -69,5 +66,35 @@ lock_free() {
 }
 
 kill_each_point "$T/template" "deliver it" canonical lock_free
+
+# --- a parallel node in a loop: each child lists what its worktree holds
+# (but its own file, which a killed run of the same action may have left)
+loop_repo "$T/rounds" x
+scripted_agents "$T/rounds" action
+cat >"$T/rounds/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+defaults:
+  action_agent: .ai-loop/agents/action.md
+flow:
+  id: main
+  type: loop
+  max_iterations: 2
+  children:
+    - id: par
+      type: parallel
+      isolation: worktree
+      children:
+        - {id: a, skill: a}
+        - {id: b, skill: b}
+YAML
+cat >"$T/plan" <<'PLAN'
+seen=$(ls *.txt | grep -vx "$skill-$AILOOP_ITERATION.txt" | tr '\n' ' ')
+echo "$seen" >"$skill-$AILOOP_ITERATION.txt"
+PLAN
+commit_all "$T/rounds"
+reference_run "$T/rounds" "deliver it" canonical
+expect_eq "$ref_rc $ref_status" "0 complete" "the reference run of the loop succeeds"
+expect_eq "$(cat a-2.txt)" "a-1.txt b-1.txt todo.txt " "the second round's child sees what the first round merged"
+kill_each_point "$T/rounds" "deliver it" canonical lock_free
 
 finish
