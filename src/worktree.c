@@ -108,18 +108,18 @@ static int set_aside(git_repository *repo, git_reference *ref, const git_oid *ba
 	const git_oid *tip = git_reference_target(ref);
 	git_reference *moved = NULL;
 	char hex[8], *aside;
-	const char *branch;
 	int rc;
 
 	if ((rc = prune(repo, name, false)) < 0 || (rc = al_remove_tree(path)) < 0)
 		return rc;
+	/* (not git_branch_delete() nor git_branch_move(): they leak in libgit2 1.5) */
 	if (holds(repo, base, tip))
-		return git_branch_delete(ref) < 0 ? fail("cannot delete a merged child's branch") : 0;
+		return git_reference_delete(ref) < 0 ? fail("cannot delete a merged child's branch")
+						     : 0;
 	git_oid_tostr(hex, sizeof(hex), tip);
-	if (git_branch_name(&branch, ref) < 0)
-		return fail("cannot read a child's branch");
-	aside = al_xprintf("%s.%s", branch, hex);
-	if (git_branch_move(&moved, ref, aside, 1) < 0)
+	aside = al_xprintf("%s.%s", git_reference_name(ref), hex);
+	if (git_reference_rename(&moved, ref, aside, 1, "ailoop: set aside, its node runs again") <
+	    0)
 		rc = fail("cannot set a child's old branch aside");
 	git_reference_free(moved);
 	free(aside);
@@ -603,7 +603,7 @@ int al_worktree_conflicted(const char *path, const char *name, const char *branc
 	if (git_worktree_add(&wt, repo, name, path, &opts) < 0 ||
 	    git_repository_open(&sub, path) < 0 ||
 	    git_repository_set_head_detached(sub, git_commit_id(ours)) < 0 ||
-	    git_reference_delete(tmp) < 0) { /* (git_branch_delete() leaks in libgit2 1.5) */
+	    git_reference_delete(tmp) < 0) { /* (git_branch_delete() leaks in libgit2 1.5, as above) */
 		rc = fail("cannot create the resolver's worktree");
 		goto done;
 	}
