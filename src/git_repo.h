@@ -1,0 +1,50 @@
+#ifndef AILOOP_GIT_REPO_H
+#define AILOOP_GIT_REPO_H
+
+/*
+ * What git.c (the repository, HEAD, branches, commits), git_stage.c (what
+ * a commit stages) and git_history.c (what is read back) share: the
+ * handle's insides; not part of the git module's contract.
+ */
+#include "ailoop/git.h"
+
+#include <git2.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct al_git {
+	git_repository *repo;
+	git_signature *author;    /* who commits, worked out once */
+	git_signature *committer;
+	/* where the run commits (al_git_follow): a branch, or a detached HEAD */
+	bool following;
+	char *branch_ref; /* "refs/heads/…", NULL for a detached HEAD */
+	git_oid last;     /* ailoop's last commit there, or HEAD when following began */
+	char **skipped;   /* nested repositories without a commit, warned about once */
+	size_t nskipped, skipped_alloc;
+	/* what changed in the work tree since the last commit (stage_all) */
+	struct al_watch *watch; /* NULL: none yet, or none possible */
+	pid_t watch_pid;        /* the process it belongs to (not a forked child) */
+	bool watch_off;         /* AILOOP_WATCH=0, or inotify failed: a full scan every time */
+	struct stat index_st;   /* the index file as this process last left it */
+	bool index_known;
+};
+
+/* An error from libgit2's last one, `what` first: AL_ERROR. */
+int al_git_fail(const char *what);
+
+/* Whether `path` is `dir` or below it. */
+bool al_git_below(const char *path, const char *dir);
+
+/* Whether a path of the run's files never goes into history (git.c). */
+bool al_git_unrecorded(const char *path);
+
+/*
+ * Stages the work tree into `index` (own_dir: the run's directory, its
+ * files staged directly; head_ours: HEAD is where this process's last
+ * commit left it) and writes the index.
+ */
+int al_git_stage_all(struct al_git *g, git_index *index, const char *own_dir, bool head_ours);
+
+#endif

@@ -1,0 +1,448 @@
+/*
+ * Staging for a commit (al_git_commit_all, git.c): what changed in the
+ * work tree goes into the index, by the watch's list of paths when it can
+ * be trusted, else by a full status pass; ailoop's own files directly.
+ */
+#include "git_repo.h"
+#include "ailoop/fsutil.h"
+#include "ailoop/strbuf.h"
+#include "ailoop/util.h"
+#include "ailoop/watch.h"
+
+#include <git2.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * A blob of `buf`, written only if the object store lacks it: libgit2's
+ * loose store makes a temporary file for every object written, then
+ * deletes it when the object is there already, which on ext4 costs an
+ * inode made and freed. Most of a run's files repeat a text seen before.
+ */
+static int write_blob(git_oid *id, git_repository *repo, const char *buf, size_t len)
+{
+	git_odb *odb = NULL;
+	int rc, there;
+
+	if ((rc = git_odb_hash(id, buf, len, GIT_OBJECT_BLOB)) < 0 ||
+	    (rc = git_repository_odb(&odb, repo)) < 0)
+		return rc;
+	there = git_odb_exists(odb, id);
+	git_odb_free(odb);
+	return there ? 0 : git_blob_create_from_buffer(id, repo, buf, len);
+}
+
+/*
+ * ailoop's own files under .ai-loop/runs/ are plain LF text it has just
+ * written: they become blobs directly, without the attribute lookups and
+ * filters that a user's file needs (they are most of what changes in an
+ * iteration, and that machinery is most of a commit's cost).
+ */
+static int add_own_file(git_index *index, git_repository *repo, const char *path)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	git_index_entry e;
+	struct stat st;
+	int rc;
+
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    al_strbuf_read_file(&sb, path, 0) < 0) {
+		al_strbuf_release(&sb);
+		return git_index_add_bypath(index, path); /* let libgit2 say what it is */
+	}
+	memset(&e, 0, sizeof(e));
+	e.path = path;
+	e.mode = st.st_mode & S_IXUSR ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+	e.file_size = (uint32_t)st.st_size;
+	e.mtime.seconds = (int32_t)st.st_mtim.tv_sec;
+	e.mtime.nanoseconds = (uint32_t)st.st_mtim.tv_nsec;
+	e.ctime.seconds = (int32_t)st.st_ctim.tv_sec;
+	e.ctime.nanoseconds = (uint32_t)st.st_ctim.tv_nsec;
+	e.dev = (uint32_t)st.st_dev;
+	e.ino = (uint32_t)st.st_ino;
+	e.uid = st.st_uid;
+	e.gid = st.st_gid;
+	rc = write_blob(&e.id, repo, sb.buf, sb.len);
+	if (rc == 0)
+		rc = git_index_add(index, &e);
+	if (rc == 0)
+		al_rewritten_forget(&st); /* staged: the index holds what it holds */
+	al_strbuf_release(&sb);
+	return rc;
+}
+
+/* Whether the work tree file may differ from its index entry. */
+static bool stat_differs(const git_index_entry *e, const struct stat *st)
+{
+	return !e || al_rewritten(st) || e->file_size != (uint32_t)st->st_size ||
+	       e->mtime.seconds != (int32_t)st->st_mtim.tv_sec ||
+	       e->mtime.nanoseconds != (uint32_t)st->st_mtim.tv_nsec ||
+	       e->ino != (uint32_t)st->st_ino;
+}
+
+/* Stages the files ailoop wrote under `dir` (recursively), lock files aside. */
+static int stage_own_files(git_index *index, git_repository *repo, const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int rc = 0;
+
+	if (!d)
+		return 0; /* no run directory (yet): nothing of ours to stage */
+	while (rc == 0 && (de = readdir(d))) {
+		struct al_strbuf path = AL_STRBUF_INIT;
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		al_strbuf_addf(&path, "%s/%s", dir, de->d_name);
+		if (lstat(path.buf, &st) == 0) {
+			if (S_ISDIR(st.st_mode) && strcmp(de->d_name, "logs") &&
+			    strcmp(de->d_name, "worktrees")) /* parallel children's */
+				rc = stage_own_files(index, repo, path.buf);
+			else if (S_ISREG(st.st_mode) && !al_git_unrecorded(path.buf) &&
+				 stat_differs(git_index_get_bypath(index, path.buf, 0), &st))
+				rc = add_own_file(index, repo, path.buf);
+		}
+		al_strbuf_release(&path);
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * A git repository in the work tree that the index does not know (an agent
+ * cloned or made one): recorded as `git add` records it, a gitlink to the
+ * commit checked out in it. One without a commit has nothing to link to:
+ * it is left out, and said so once.
+ */
+static int add_nested_repo(struct al_git *g, git_index *index, const char *path)
+{
+	char *dir = al_strndup(path, strlen(path) - 1);
+	git_repository *sub = NULL;
+	git_oid head;
+	int rc = 0;
+
+	if (git_repository_open(&sub, dir) == 0 &&
+	    git_reference_name_to_id(&head, sub, "HEAD") == 0) {
+		rc = git_index_add_bypath(index, dir);
+	} else {
+		size_t i = 0;
+
+		while (i < g->nskipped && strcmp(g->skipped[i], dir))
+			i++;
+		if (i == g->nskipped) {
+			fprintf(stderr, "ailoop: warning: '%s' is a git repository without a commit: "
+				"it is left out of the run's commits until it has one\n", dir);
+			AL_GROW(g->skipped, g->nskipped, g->skipped_alloc);
+			g->skipped[g->nskipped++] = al_strdup(dir);
+		}
+	}
+	git_repository_free(sub);
+	free(dir);
+	return rc;
+}
+
+/*
+ * Gitlinks (submodules, nested repositories) whose repository has another
+ * commit checked out now. The status pass leaves submodules out (scanning
+ * their work trees would cost a status of each), so their HEADs are read
+ * here and recorded as `git add -A` records them; one whose directory is
+ * gone is removed, one not checked out (no repository there) stays.
+ */
+static int stage_gitlinks(git_index *index, size_t *staged)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < git_index_entrycount(index) && rc == 0; i++) {
+		const git_index_entry *e = git_index_get_byindex(index, i);
+		git_repository *sub = NULL;
+		git_index_entry moved;
+		struct stat st;
+		char *path;
+
+		if (e->mode != GIT_FILEMODE_COMMIT || git_index_entry_stage(e))
+			continue;
+		path = al_strdup(e->path); /* the entry, path and all, goes when replaced */
+		moved = *e;
+		moved.path = path;
+		if (lstat(path, &st) < 0 && errno == ENOENT) {
+			++*staged;
+			rc = git_index_remove_bypath(index, path);
+			i--; /* the next entry took its place */
+		} else if (git_repository_open(&sub, path) == 0 &&
+			   git_reference_name_to_id(&moved.id, sub, "HEAD") == 0 &&
+			   !git_oid_equal(&moved.id, &e->id)) {
+			++*staged;
+			rc = git_index_add(index, &moved);
+		}
+		git_repository_free(sub);
+		free(path);
+	}
+	return rc;
+}
+
+/*
+ * Brings the index in line with the work tree. ailoop's own files are
+ * staged first and the index written, so that the status pass that finds
+ * everything else (what agents changed) sees them as unchanged and does not
+ * hash them again: libgit2 re-hashes every file newer than the index.
+ */
+static int stage_changes(struct al_git *g, git_index *index, const char *own_dir,
+			 size_t *staged)
+{
+	git_repository *repo = g->repo;
+	git_status_options opts;
+	git_status_list *list = NULL;
+	int rc = 0;
+
+	if (own_dir && ((rc = stage_own_files(index, repo, own_dir)) < 0 ||
+			(rc = git_index_write(index)) < 0))
+		return rc;
+	*staged = 0;
+	git_status_options_init(&opts, GIT_STATUS_OPTIONS_VERSION);
+	opts.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
+	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
+		     GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+	if ((rc = git_status_list_new(&list, repo, &opts)) < 0)
+		return rc;
+	for (size_t i = 0; i < git_status_list_entrycount(list) && rc == 0; i++) {
+		const git_status_entry *e = git_status_byindex(list, i);
+		const git_diff_delta *d = e->index_to_workdir;
+		const char *path;
+
+		if (!d)
+			continue;
+		path = d->new_file.path ? d->new_file.path : d->old_file.path;
+		if (al_git_unrecorded(path))
+			continue;
+		++*staged;
+		if (e->status & GIT_STATUS_WT_DELETED)
+			rc = git_index_remove_bypath(index, path);
+		else if (al_starts_with(path, ".ai-loop/runs/"))
+			rc = add_own_file(index, repo, path);
+		else if (al_ends_with(path, "/")) /* only a repository is listed as a directory */
+			rc = add_nested_repo(g, index, path);
+		else
+			rc = git_index_add_bypath(index, path);
+	}
+	git_status_list_free(list);
+	return rc < 0 ? rc : stage_gitlinks(index, staged);
+}
+
+/*
+ * The watched way (watch.h): only the paths the watch saw change are
+ * staged, each as the status pass would: gone (a file, or a directory and
+ * all below it) is removed; a file (or symbolic link) is added if tracked
+ * or not ignored, after any directory it replaced; a directory replaces a
+ * file, its contents coming as paths of their own. Anything unusual (a
+ * .gitignore changed, an error) fails, and the full scan follows.
+ */
+static int stage_path(struct al_git *g, git_index *index, const char *path)
+{
+	const git_index_entry *e = git_index_get_bypath(index, path, 0);
+	bool tracked = e != NULL, gitlink = e && e->mode == GIT_FILEMODE_COMMIT;
+	const char *base = strrchr(path, '/');
+	char *dir = al_xprintf("%s/", path);
+	struct stat st;
+	size_t pos;
+	int ignored = 0, rc = 0;
+
+	base = base ? base + 1 : path;
+	if (al_git_unrecorded(path) || gitlink) {
+		/* not recorded; a gitlink: stage_gitlinks() reads its HEAD */
+	} else if (!strcmp(base, ".gitignore")) {
+		rc = -1; /* what is ignored changed: only a full scan knows what that adds */
+	} else if (lstat(path, &st) < 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			rc = -1;
+		else if (!tracked || (rc = git_index_remove_bypath(index, path)) == 0)
+			rc = git_index_remove_directory(index, path, 0);
+	} else if (S_ISDIR(st.st_mode)) {
+		if (tracked)
+			rc = git_index_remove_bypath(index, path);
+	} else {
+		if (git_index_find_prefix(&pos, index, dir) == 0)
+			rc = git_index_remove_directory(index, path, 0);
+		if (rc == 0 && !tracked)
+			rc = git_ignore_path_is_ignored(&ignored, g->repo, path);
+		if (rc == 0 && (tracked || !ignored)) {
+			if (!al_starts_with(path, ".ai-loop/runs/"))
+				rc = git_index_add_bypath(index, path);
+			else if (stat_differs(git_index_get_bypath(index, path, 0), &st))
+				rc = add_own_file(index, g->repo, path);
+		}
+	}
+	free(dir);
+	return rc;
+}
+
+/* Nested repositories left out for want of a commit that have one now. */
+static int stage_skipped(struct al_git *g, git_index *index)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < g->nskipped && rc == 0; i++) {
+		git_repository *sub = NULL;
+		git_oid head;
+
+		if (!git_index_get_bypath(index, g->skipped[i], 0) &&
+		    git_repository_open(&sub, g->skipped[i]) == 0 &&
+		    git_reference_name_to_id(&head, sub, "HEAD") == 0)
+			rc = git_index_add_bypath(index, g->skipped[i]);
+		git_repository_free(sub);
+	}
+	return rc;
+}
+
+static int stage_paths(struct al_git *g, git_index *index, const char *own_dir, char **paths,
+		       size_t n)
+{
+	size_t staged = 0;
+	int rc = own_dir ? stage_own_files(index, g->repo, own_dir) : 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = stage_path(g, index, paths[i]);
+	if (rc == 0)
+		rc = stage_skipped(g, index);
+	return rc < 0 ? rc : stage_gitlinks(index, &staged);
+}
+
+/* The watch leaves alone agents' logs, and ignored directories that hold no tracked file. */
+static bool watch_skip(const char *rel, void *data)
+{
+	struct al_git *g = data;
+	const char *base = strrchr(rel, '/');
+	git_index *index = NULL;
+	char *dir;
+	size_t pos;
+	int ignored = 0;
+	bool skip;
+
+	if (al_starts_with(rel, ".ai-loop/runs/") && base && !strcmp(base + 1, "logs"))
+		return true;
+	dir = al_xprintf("%s/", rel);
+	skip = git_ignore_path_is_ignored(&ignored, g->repo, dir) == 0 && ignored &&
+	       git_repository_index(&index, g->repo) == 0 &&
+	       git_index_find_prefix(&pos, index, dir) != 0;
+	git_index_free(index);
+	free(dir);
+	return skip;
+}
+
+/* Whether the index file is as this process last left it. */
+static bool index_ours(struct al_git *g, git_index *index)
+{
+	struct stat st;
+
+	return g->index_known && stat(git_index_path(index), &st) == 0 &&
+	       st.st_ino == g->index_st.st_ino && st.st_size == g->index_st.st_size &&
+	       st.st_mtim.tv_sec == g->index_st.st_mtim.tv_sec &&
+	       st.st_mtim.tv_nsec == g->index_st.st_mtim.tv_nsec;
+}
+
+static void index_left(struct al_git *g, git_index *index)
+{
+	g->index_known = stat(git_index_path(index), &g->index_st) == 0;
+}
+
+/*
+ * What the watch saw change since the last commit, into *paths: true if
+ * it can be trusted for this commit — the watch ran since this process's
+ * last commit, nothing overflowed, HEAD (`head_ours`) and the index are as
+ * this process left them (no parallel sibling, no checkout in between).
+ * Otherwise the caller scans the whole tree, and a watch is (re)started
+ * first, for the next commit.
+ */
+static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, char ***paths,
+			  size_t *n)
+{
+	bool trusted;
+
+	*paths = NULL;
+	*n = 0;
+	if (g->watch_off)
+		return false;
+	if (g->watch && g->watch_pid != getpid()) { /* a forked child: its parent's watch */
+		al_watch_free(g->watch);
+		g->watch = NULL;
+	}
+	if (g->watch && al_watch_take(g->watch, paths, n) == 0) {
+		trusted = head_ours && index_ours(g, index);
+		if (trusted)
+			return true;
+		al_strv_free(*paths, *n); /* the full scan sees it all */
+		*paths = NULL;
+		*n = 0;
+		return false;
+	}
+	al_watch_free(g->watch);
+	if (!(g->watch = al_watch_start(watch_skip, g)))
+		g->watch_off = true; /* no inotify, or its limit reached: full scans */
+	g->watch_pid = getpid();
+	return false;
+}
+
+/* Which way a commit staged, on stderr with AILOOP_WATCH_TRACE (test builds only). */
+static void trace_staging(const char *how)
+{
+#ifdef AILOOP_TEST_HOOKS
+	if (getenv("AILOOP_WATCH_TRACE"))
+		fprintf(stderr, "ailoop: staging: %s\n", how);
+#else
+	(void)how;
+#endif
+}
+
+/*
+ * stage_paths() of what the watch saw, or stage_changes(), written to the
+ * index. The work tree may change under a full scan: an agent of a
+ * parallel sibling renames its temporary file away, or rewrites a file,
+ * between the status pass that lists a file and the read that hashes it.
+ * That is no error of the run: the pass starts again from the index on
+ * disk, a little later, a few times.
+ */
+int al_git_stage_all(struct al_git *g, git_index *index, const char *own_dir, bool head_ours)
+{
+	size_t staged = 1, n;
+	char **paths;
+	bool reread = false;
+	int rc = -1;
+
+	if (watch_changes(g, index, head_ours, &paths, &n)) {
+		rc = git_index_read(index, false);
+		if (rc == 0)
+			rc = stage_paths(g, index, own_dir, paths, n);
+		if (rc == 0)
+			rc = git_index_write(index);
+		al_strv_free(paths, n);
+		if (rc == 0) {
+			index_left(g, index);
+			al_rewritten_clear();
+			trace_staging("watched");
+			return 0;
+		}
+		reread = true; /* the scan starts from the index on disk */
+	}
+	trace_staging("full scan");
+	for (int attempt = 0; attempt < 6 && rc < 0; attempt++) {
+		if (attempt)
+			usleep(10000u << attempt); /* 20 ms, doubling: 0.62 s in all */
+		rc = git_index_read(index, attempt > 0 || reread);
+		if (rc == 0)
+			rc = stage_changes(g, index, own_dir, &staged);
+		if (rc == 0 && staged)
+			rc = git_index_write(index);
+	}
+	if (rc == 0) {
+		index_left(g, index);
+		al_rewritten_clear(); /* staged: their index entries hold what they hold */
+	}
+	return rc;
+}
