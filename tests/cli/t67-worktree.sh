@@ -37,6 +37,17 @@ wt_repo() {
 }
 
 worktrees() { git worktree list | wc -l | tr -d ' '; }
+
+# script_repo NAME AGENT: a repository $TEST_TMP/NAME (in $R) whose agent
+# .ai-loop/agents/AGENT.md runs the shell script read from stdin; the
+# test writes the flow
+script_repo() {
+	R=$TEST_TMP/$1
+	new_repo "$R"
+	mkdir -p "$R/.ai-loop/agents"
+	cat >"$R/.ai-loop/agents/$2.sh"
+	printf -- '---\nname: %s\ncommand: sh .ai-loop/agents/%s.sh\n---\n' "$2" "$2" >"$R/.ai-loop/agents/$2.md"
+}
 merges() { git log --merges --format=%s | sed 's/.* — //' | tac | tr '\n' ','; }
 
 # --- four children, the same file in four places: merged cleanly -------------------------
@@ -142,17 +153,13 @@ expect_eq "$(cat created-write-a.txt)" "new" "the child's file is in the main wo
 # branch merged before is made again; an unmerged one (its child failed)
 # is set aside as <branch>.<short id>, its work kept. (One child at a
 # time: b is done when a fails.)
-R=$TEST_TMP/again
-new_repo "$R"
-mkdir -p "$R/.ai-loop/agents"
-cat >"$R/.ai-loop/agents/round.sh" <<'SH'
+script_repo again round <<'SH'
 # appends to <skill>.txt how many lines it has and how many c.txt has;
 # fails as a while there is no c.txt
 skill=$(sed -n 's/^Skill: //p' "$AILOOP_TASK_FILE")
 echo "$skill: $(cat "$skill.txt" 2>/dev/null | wc -l) mine, $(cat c.txt 2>/dev/null | wc -l) of c" >>"$skill.txt"
 [ "$skill" != a ] || [ -e c.txt ]
 SH
-printf -- '---\nname: round\ncommand: sh .ai-loop/agents/round.sh\n---\n' >"$R/.ai-loop/agents/round.md"
 cat >"$R/.ai-loop/flow.yaml" <<'YAML'
 version: 1
 flow:
@@ -192,17 +199,13 @@ expect_eq "$(worktrees)" "1" "no worktree is left"
 # --- two parallel nodes with worktrees whose children share ids, at once -----------------
 # Each child keys its worktree and branch by its path then (with '+'),
 # so none works in another's.
-R=$TEST_TMP/twins
-new_repo "$R"
-mkdir -p "$R/.ai-loop/agents"
-cat >"$R/.ai-loop/agents/twin.sh" <<'SH'
+script_repo twins twin <<'SH'
 # lists the work tree, waits for the other children, writes <skill>.txt
 skill=$(sed -n 's/^Skill: //p' "$AILOOP_TASK_FILE")
 ls >"$skill.seen"
 sleep 0.5
 echo "$skill" >"$skill.txt"
 SH
-printf -- '---\nname: twin\ncommand: sh .ai-loop/agents/twin.sh\n---\n' >"$R/.ai-loop/agents/twin.md"
 cat >"$R/.ai-loop/flow.yaml" <<'YAML'
 version: 1
 flow:

@@ -35,20 +35,6 @@ static void teardown(void)
 
 TestSuite(git, .init = setup, .fini = teardown);
 
-/* The content of a file (a static buffer). */
-static const char *unit_read(const char *path)
-{
-	static char buf[4096];
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	cr_assert_not_null(f, "cannot read %s", path);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 static char *head(void)
 {
 	char *branch = NULL, oid[AL_OID_HEX];

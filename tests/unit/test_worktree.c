@@ -14,22 +14,6 @@ static void sh(const char *cmd)
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
 
-/* The output of `cmd`, its last newline cut (a static buffer). */
-static const char *out(const char *cmd)
-{
-	static char buf[512];
-	FILE *p = popen(cmd, "r");
-	size_t n;
-
-	cr_assert_not_null(p, "%s", cmd);
-	n = fread(buf, 1, sizeof(buf) - 1, p);
-	buf[n] = '\0';
-	pclose(p);
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = '\0';
-	return buf;
-}
-
 /* A repository with commits `one` and `two` (tags), on branch main. */
 static void setup(void)
 {
@@ -55,8 +39,8 @@ TestSuite(worktree, .init = setup, .fini = teardown);
 /* Whether two commands print the same. */
 static bool same(const char *a, const char *b)
 {
-	char *first = al_strdup(out(a));
-	bool eq = strcmp(first, out(b)) == 0;
+	char *first = al_strdup(unit_output(a));
+	bool eq = strcmp(first, unit_output(b)) == 0;
 
 	free(first);
 	return eq;
@@ -66,7 +50,7 @@ static void ensure(const char *base)
 {
 	char hex[64];
 
-	snprintf(hex, sizeof(hex), "%s", out(base));
+	snprintf(hex, sizeof(hex), "%s", unit_output(base));
 	cr_assert_eq(al_worktree_ensure(wt, "kid", "run--kid", hex), 0, "%s", al_errmsg());
 }
 
@@ -75,8 +59,8 @@ Test(worktree, a_branch_of_this_run_is_kept)
 	ensure("git rev-parse two");
 	sh("cd wt/kid && echo kid >k.txt && git add k.txt && git commit -qm kid");
 	ensure("git rev-parse two"); /* a resume */
-	cr_assert_str_eq(out("git log -1 --format=%s run--kid"), "kid");
-	cr_assert_str_eq(out("cat wt/kid/k.txt"), "kid");
+	cr_assert_str_eq(unit_output("git log -1 --format=%s run--kid"), "kid");
+	cr_assert_str_eq(unit_output("cat wt/kid/k.txt"), "kid");
 }
 
 Test(worktree, a_merged_branch_is_made_anew)
@@ -85,10 +69,10 @@ Test(worktree, a_merged_branch_is_made_anew)
 	sh("echo old >wt/kid/left.txt");
 	ensure("git rev-parse two"); /* the node runs again, from two */
 	cr_assert(same("git rev-parse run--kid", "git rev-parse two"));
-	cr_assert_str_eq(out("git branch --list 'run--kid.*'"), "", "nothing set aside");
-	cr_assert_str_eq(out("cat wt/kid/f.txt"), "2", "the worktree is at the new start");
+	cr_assert_str_eq(unit_output("git branch --list 'run--kid.*'"), "", "nothing set aside");
+	cr_assert_str_eq(unit_output("cat wt/kid/f.txt"), "2", "the worktree is at the new start");
 	cr_assert_eq(access("wt/kid/left.txt", F_OK), -1, "the old worktree is gone");
-	cr_assert_str_eq(out("git worktree list | wc -l"), "2");
+	cr_assert_str_eq(unit_output("git worktree list | wc -l"), "2");
 }
 
 Test(worktree, an_unmerged_branch_is_set_aside)
@@ -97,10 +81,10 @@ Test(worktree, an_unmerged_branch_is_set_aside)
 
 	ensure("git rev-parse one");
 	sh("cd wt/kid && echo failed >k.txt && git add k.txt && git commit -qm failed");
-	snprintf(aside, sizeof(aside), "run--kid.%s", out("git rev-parse --short=7 run--kid"));
+	snprintf(aside, sizeof(aside), "run--kid.%s", unit_output("git rev-parse --short=7 run--kid"));
 	ensure("git rev-parse two");
-	cr_assert_str_eq(out("git branch --list 'run--kid.*' --format='%(refname:short)'"), aside);
-	cr_assert_str_eq(out("git log -1 --format=%s --branches='run--kid.*'"), "failed", "its work is kept");
+	cr_assert_str_eq(unit_output("git branch --list 'run--kid.*' --format='%(refname:short)'"), aside);
+	cr_assert_str_eq(unit_output("git log -1 --format=%s --branches='run--kid.*'"), "failed", "its work is kept");
 	cr_assert(same("git rev-parse run--kid", "git rev-parse two"));
 	cr_assert_eq(access("wt/kid/k.txt", F_OK), -1, "the child starts afresh");
 }
@@ -114,13 +98,13 @@ Test(worktree, a_branch_that_cannot_move_is_an_error)
 	/* another process's ref update in progress: its lock is open */
 	fd = open(".git/refs/heads/run--kid.lock", O_CREAT | O_WRONLY, 0644);
 	cr_assert_geq(fd, 0);
-	cr_assert_lt(al_worktree_ensure(wt, "kid", "run--kid", out("git rev-parse two")), 0);
+	cr_assert_lt(al_worktree_ensure(wt, "kid", "run--kid", unit_output("git rev-parse two")), 0);
 	cr_assert(strstr(al_errmsg(), "cannot set a child's old branch aside"), "%s", al_errmsg());
-	cr_assert_str_eq(out("git log -1 --format=%s run--kid"), "failed", "nothing lost");
+	cr_assert_str_eq(unit_output("git log -1 --format=%s run--kid"), "failed", "nothing lost");
 	close(fd);
 	unlink(".git/refs/heads/run--kid.lock");
 	ensure("git rev-parse two"); /* and done once the lock is gone */
-	cr_assert_str_eq(out("git log -1 --format=%s --branches='run--kid.*'"), "failed");
+	cr_assert_str_eq(unit_output("git log -1 --format=%s --branches='run--kid.*'"), "failed");
 }
 
 Test(worktree, a_merged_branch_that_cannot_go_is_an_error)
@@ -130,7 +114,7 @@ Test(worktree, a_merged_branch_that_cannot_go_is_an_error)
 	ensure("git rev-parse one");
 	fd = open(".git/refs/heads/run--kid.lock", O_CREAT | O_WRONLY, 0644);
 	cr_assert_geq(fd, 0);
-	cr_assert_lt(al_worktree_ensure(wt, "kid", "run--kid", out("git rev-parse two")), 0);
+	cr_assert_lt(al_worktree_ensure(wt, "kid", "run--kid", unit_output("git rev-parse two")), 0);
 	cr_assert(strstr(al_errmsg(), "cannot delete a merged child's branch"), "%s", al_errmsg());
 	close(fd);
 }

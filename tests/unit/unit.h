@@ -50,6 +50,42 @@ static inline void unit_write(const char *path, const char *text)
 	cr_assert_eq(fclose(f), 0);
 }
 
+/* What is left to read of `f`, into `buf` (cut to its `size`), as a string. */
+static inline const char *unit_slurp(FILE *f, char *buf, size_t size)
+{
+	size_t n = fread(buf, 1, size - 1, f);
+
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The content of a file (a static buffer). */
+static inline const char *unit_read(const char *path)
+{
+	static char buf[4096];
+	FILE *f = fopen(path, "r");
+
+	cr_assert_not_null(f, "cannot read %s", path);
+	unit_slurp(f, buf, sizeof(buf));
+	fclose(f);
+	return buf;
+}
+
+/* What shell command `cmd` prints, its last newline cut (a static buffer). */
+static inline const char *unit_output(const char *cmd)
+{
+	static char buf[4096];
+	FILE *p = popen(cmd, "r");
+	size_t n;
+
+	cr_assert_not_null(p, "%s", cmd);
+	n = strlen(unit_slurp(p, buf, sizeof(buf)));
+	pclose(p);
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	return buf;
+}
+
 /* A fresh directory under /tmp, made the current directory. */
 static inline void unit_enter_tmpdir(void)
 {
