@@ -7,20 +7,11 @@
 /* The parts of git.c a transaction and the condition cache stand on. */
 static struct al_git *g;
 
-static void sh(const char *cmd)
-{
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
 static void setup(void)
 {
 	unit_hang_guard(30);
-	unit_enter_tmpdir();
-	setenv("GIT_AUTHOR_NAME", "t", 1);
-	setenv("GIT_AUTHOR_EMAIL", "t@t", 1);
-	setenv("GIT_COMMITTER_NAME", "t", 1);
-	setenv("GIT_COMMITTER_EMAIL", "t@t", 1);
-	sh("git init -q -b main . && printf 'a\\n' >a.txt && printf 'b\\n' >b.txt && "
+	unit_enter_git_tmpdir();
+	unit_sh("git init -q -b main . && printf 'a\\n' >a.txt && printf 'b\\n' >b.txt && "
 	   "mkdir -p .ai-loop/runs/r sub && printf 'x\\n' >.ai-loop/runs/r/state && "
 	   "printf 'k\\n' >.ai-loop/flow.yaml && printf 's\\n' >sub/s.txt && "
 	   "git add -A && git commit -q -m one");
@@ -49,13 +40,13 @@ Test(git, code_id_ignores_the_runs_and_follows_the_code)
 	char one[65], two[65], three[65];
 
 	cr_assert_eq(al_git_code_id(g, one), 0, "%s", al_errmsg());
-	sh("printf 'y\\n' >.ai-loop/runs/r/state && git commit -q -am runs");
+	unit_sh("printf 'y\\n' >.ai-loop/runs/r/state && git commit -q -am runs");
 	cr_assert_eq(al_git_code_id(g, two), 0);
 	cr_assert_str_eq(one, two, "a commit of ailoop's runs alone is the same code");
-	sh("printf 'k2\\n' >.ai-loop/flow.yaml && git commit -q -am flow");
+	unit_sh("printf 'k2\\n' >.ai-loop/flow.yaml && git commit -q -am flow");
 	cr_assert_eq(al_git_code_id(g, three), 0);
 	cr_assert_str_neq(two, three, "the flow is code");
-	sh("chmod +x a.txt && git commit -q -am mode");
+	unit_sh("chmod +x a.txt && git commit -q -am mode");
 	cr_assert_eq(al_git_code_id(g, one), 0);
 	cr_assert_str_neq(one, three, "a mode change is a change");
 }
@@ -72,7 +63,7 @@ Test(git, restore_puts_back_the_tree_of_a_commit_but_the_runs)
 	buf[n] = '\0';
 	pclose(p);
 	before = al_strdup(buf);
-	sh("printf 'changed\\n' >>a.txt && chmod +x b.txt && rm -r sub && mkdir -p new/deep && "
+	unit_sh("printf 'changed\\n' >>a.txt && chmod +x b.txt && rm -r sub && mkdir -p new/deep && "
 	   "printf 'n\\n' >new/deep/n.txt && ln -s a.txt link && printf 'z\\n' >.ai-loop/runs/r/state "
 	   "&& git add -A && git commit -q -m work && printf 'u\\n' >untracked.txt");
 	cr_assert_eq(al_git_restore(g, base, ".ai-loop/runs"), 0, "%s", al_errmsg());
@@ -82,8 +73,8 @@ Test(git, restore_puts_back_the_tree_of_a_commit_but_the_runs)
 	cr_assert_neq(access("untracked.txt", F_OK), 0, "untracked files gone");
 	cr_assert_neq(access("link", F_OK), 0, "new symlinks gone");
 	cr_assert_str_eq(unit_read(".ai-loop/runs/r/state"), "z\n", "the runs are not rolled back");
-	sh("test ! -x b.txt");
-	sh("git add -A . ':!.ai-loop/runs'");
+	unit_sh("test ! -x b.txt");
+	unit_sh("git add -A . ':!.ai-loop/runs'");
 	p = popen("git ls-files -s | grep -v 'ai-loop/runs/' | sort", "r");
 	n = fread(buf, 1, sizeof(buf) - 1, p);
 	buf[n] = '\0';
@@ -115,8 +106,8 @@ Test(git, a_same_size_rewrite_in_the_same_tick_is_committed)
 	times[1] = st.st_mtim;
 	cr_assert_eq(utimensat(AT_FDCWD, path, times, 0), 0);
 	cr_assert_eq(al_git_commit_all(g, "second", ".ai-loop/runs/r", oid), 0, "%s", al_errmsg());
-	sh("test \"$(git show HEAD:.ai-loop/runs/r/out.md)\" = bbbb");
-	sh("test -z \"$(git status --porcelain)\"");
+	unit_sh("test \"$(git show HEAD:.ai-loop/runs/r/out.md)\" = bbbb");
+	unit_sh("test -z \"$(git status --porcelain)\"");
 }
 
 /*
@@ -130,9 +121,9 @@ Test(git, objects_packed_while_open_are_found)
 
 	unit_write("a.txt", "before gc\n");
 	cr_assert_eq(al_git_commit_all(g, "before", ".ai-loop/runs/r", oid), 0, "%s", al_errmsg());
-	sh("git gc -q --prune=now && test -z \"$(find .git/objects -path '*/objects/[0-9a-f][0-9a-f]/*')\"");
+	unit_sh("git gc -q --prune=now && test -z \"$(find .git/objects -path '*/objects/[0-9a-f][0-9a-f]/*')\"");
 	unit_write("a.txt", "after gc\n");
 	cr_assert_eq(al_git_commit_all(g, "after", ".ai-loop/runs/r", oid), 0, "%s", al_errmsg());
-	sh("test \"$(git log --format=%s | head -2 | tr '\\n' ,)\" = after,before,");
-	sh("git fsck --strict --no-dangling 2>&1 && test -z \"$(git status --porcelain)\"");
+	unit_sh("test \"$(git log --format=%s | head -2 | tr '\\n' ,)\" = after,before,");
+	unit_sh("git fsck --strict --no-dangling 2>&1 && test -z \"$(git status --porcelain)\"");
 }

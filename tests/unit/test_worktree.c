@@ -9,21 +9,12 @@
  */
 static char wt[PATH_MAX];
 
-static void sh(const char *cmd)
-{
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
 /* A repository with commits `one` and `two` (tags), on branch main. */
 static void setup(void)
 {
 	unit_hang_guard(30);
-	unit_enter_tmpdir();
-	setenv("GIT_AUTHOR_NAME", "t", 1);
-	setenv("GIT_AUTHOR_EMAIL", "t@t", 1);
-	setenv("GIT_COMMITTER_NAME", "t", 1);
-	setenv("GIT_COMMITTER_EMAIL", "t@t", 1);
-	sh("git init -q -b main . && echo 1 >f.txt && git add f.txt && git commit -qm one && "
+	unit_enter_git_tmpdir();
+	unit_sh("git init -q -b main . && echo 1 >f.txt && git add f.txt && git commit -qm one && "
 	   "git tag one && echo 2 >f.txt && git commit -qam two && git tag two");
 	cr_assert_not_null(getcwd(wt, sizeof(wt) - 16));
 	strcat(wt, "/wt/kid");
@@ -57,7 +48,7 @@ static void ensure(const char *base)
 Test(worktree, a_branch_of_this_run_is_kept)
 {
 	ensure("git rev-parse two");
-	sh("cd wt/kid && echo kid >k.txt && git add k.txt && git commit -qm kid");
+	unit_sh("cd wt/kid && echo kid >k.txt && git add k.txt && git commit -qm kid");
 	ensure("git rev-parse two"); /* a resume */
 	cr_assert_str_eq(unit_output("git log -1 --format=%s run--kid"), "kid");
 	cr_assert_str_eq(unit_output("cat wt/kid/k.txt"), "kid");
@@ -66,7 +57,7 @@ Test(worktree, a_branch_of_this_run_is_kept)
 Test(worktree, a_merged_branch_is_made_anew)
 {
 	ensure("git rev-parse one");
-	sh("echo old >wt/kid/left.txt");
+	unit_sh("echo old >wt/kid/left.txt");
 	ensure("git rev-parse two"); /* the node runs again, from two */
 	cr_assert(same("git rev-parse run--kid", "git rev-parse two"));
 	cr_assert_str_eq(unit_output("git branch --list 'run--kid.*'"), "", "nothing set aside");
@@ -80,7 +71,7 @@ Test(worktree, an_unmerged_branch_is_set_aside)
 	char aside[128];
 
 	ensure("git rev-parse one");
-	sh("cd wt/kid && echo failed >k.txt && git add k.txt && git commit -qm failed");
+	unit_sh("cd wt/kid && echo failed >k.txt && git add k.txt && git commit -qm failed");
 	snprintf(aside, sizeof(aside), "run--kid.%s", unit_output("git rev-parse --short=7 run--kid"));
 	ensure("git rev-parse two");
 	cr_assert_str_eq(unit_output("git branch --list 'run--kid.*' --format='%(refname:short)'"), aside);
@@ -94,7 +85,7 @@ Test(worktree, a_branch_that_cannot_move_is_an_error)
 	int fd;
 
 	ensure("git rev-parse one");
-	sh("cd wt/kid && echo failed >k.txt && git add k.txt && git commit -qm failed");
+	unit_sh("cd wt/kid && echo failed >k.txt && git add k.txt && git commit -qm failed");
 	/* another process's ref update in progress: its lock is open */
 	fd = open(".git/refs/heads/run--kid.lock", O_CREAT | O_WRONLY, 0644);
 	cr_assert_geq(fd, 0);

@@ -50,6 +50,12 @@ static inline void unit_write(const char *path, const char *text)
 	cr_assert_eq(fclose(f), 0);
 }
 
+/* Runs shell command `cmd`, which must succeed. */
+static inline void unit_sh(const char *cmd)
+{
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
 /* What is left to read of `f`, into `buf` (cut to its `size`), as a string. */
 static inline const char *unit_slurp(FILE *f, char *buf, size_t size)
 {
@@ -93,6 +99,16 @@ static inline void unit_enter_tmpdir(void)
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	cr_assert_not_null(mkdtemp(unit_dir));
 	cr_assert_eq(chdir(unit_dir), 0);
+}
+
+/* A fresh directory, as above, for a repository git commands make: who commits in it. */
+static inline void unit_enter_git_tmpdir(void)
+{
+	unit_enter_tmpdir();
+	setenv("GIT_AUTHOR_NAME", "t", 1);
+	setenv("GIT_AUTHOR_EMAIL", "t@t", 1);
+	setenv("GIT_COMMITTER_NAME", "t", 1);
+	setenv("GIT_COMMITTER_EMAIL", "t@t", 1);
 }
 
 static inline int unit_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
