@@ -29,6 +29,8 @@ struct al_git {
 	bool watch_off;         /* AILOOP_WATCH=0, or inotify failed: a full scan every time */
 	struct stat index_st;   /* the index file as this process last left it */
 	bool index_known;
+	struct stat exclude_st; /* <common-dir>/info/exclude at the last staging */
+	bool exclude_there;
 };
 
 /* An error from libgit2's last one, `what` first: AL_ERROR. */

@@ -353,17 +353,42 @@ static void index_left(struct al_git *g, git_index *index)
 }
 
 /*
+ * Whether <common-dir>/info/exclude changed since the last staging; it
+ * remembers the file as it is now. The watch does not see it (it is in
+ * the git directory), and a rule dropped there makes a file that did not
+ * change no longer ignored.
+ */
+static bool exclude_changed(struct al_git *g)
+{
+	char *path = al_xprintf("%sinfo/exclude", git_repository_commondir(g->repo));
+	struct stat st;
+	bool there = stat(path, &st) == 0;
+	bool changed = there != g->exclude_there ||
+		       (there && (st.st_ino != g->exclude_st.st_ino ||
+				  st.st_size != g->exclude_st.st_size ||
+				  st.st_mtim.tv_sec != g->exclude_st.st_mtim.tv_sec ||
+				  st.st_mtim.tv_nsec != g->exclude_st.st_mtim.tv_nsec));
+
+	g->exclude_there = there;
+	if (there)
+		g->exclude_st = st;
+	free(path);
+	return changed;
+}
+
+/*
  * What the watch saw change since the last commit, into *paths: true if
  * it can be trusted for this commit — the watch ran since this process's
  * last commit, nothing overflowed, HEAD (`head_ours`) and the index are as
- * this process left them (no parallel sibling, no checkout in between).
+ * this process left them (no parallel sibling, no checkout in between),
+ * and .git/info/exclude did not change.
  * Otherwise the caller scans the whole tree, and a watch is (re)started
  * first, for the next commit.
  */
 static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, char ***paths,
 			  size_t *n)
 {
-	bool trusted;
+	bool trusted, excluded = exclude_changed(g);
 
 	*paths = NULL;
 	*n = 0;
@@ -374,7 +399,7 @@ static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, ch
 		g->watch = NULL;
 	}
 	if (g->watch && al_watch_take(g->watch, paths, n) == 0) {
-		trusted = head_ours && index_ours(g, index);
+		trusted = head_ours && index_ours(g, index) && !excluded;
 		if (trusted)
 			return true;
 		al_strv_free(*paths, *n); /* the full scan sees it all */
