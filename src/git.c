@@ -4,13 +4,11 @@
 #include "ailoop/condition.h"
 #include "ailoop/memory.h"
 #include "ailoop/proc.h"
-#include "ailoop/sha256.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 #include "ailoop/watch.h"
 
 #include <git2.h>
-#include <dirent.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <time.h>

@@ -337,14 +337,18 @@ static bool watch_skip(const char *rel, void *data)
 }
 
 /* Whether the index file is as this process last left it. */
+/* Whether a file's stat data says it is as it was (its inode, size and mtime). */
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
 static bool index_ours(struct al_git *g, git_index *index)
 {
 	struct stat st;
 
-	return g->index_known && stat(git_index_path(index), &st) == 0 &&
-	       st.st_ino == g->index_st.st_ino && st.st_size == g->index_st.st_size &&
-	       st.st_mtim.tv_sec == g->index_st.st_mtim.tv_sec &&
-	       st.st_mtim.tv_nsec == g->index_st.st_mtim.tv_nsec;
+	return g->index_known && stat(git_index_path(index), &st) == 0 && same_file(&st, &g->index_st);
 }
 
 static void index_left(struct al_git *g, git_index *index)
@@ -363,11 +367,7 @@ static bool exclude_changed(struct al_git *g)
 	char *path = al_xprintf("%sinfo/exclude", git_repository_commondir(g->repo));
 	struct stat st;
 	bool there = stat(path, &st) == 0;
-	bool changed = there != g->exclude_there ||
-		       (there && (st.st_ino != g->exclude_st.st_ino ||
-				  st.st_size != g->exclude_st.st_size ||
-				  st.st_mtim.tv_sec != g->exclude_st.st_mtim.tv_sec ||
-				  st.st_mtim.tv_nsec != g->exclude_st.st_mtim.tv_nsec));
+	bool changed = there != g->exclude_there || (there && !same_file(&st, &g->exclude_st));
 
 	g->exclude_there = there;
 	if (there)

@@ -159,7 +159,7 @@ int al_worktree_ensure(const char *path, const char *name, const char *branch,
 		if (rc < 0)
 			goto done;
 	}
-	if (!ref && git_branch_lookup(&ref, repo, branch, GIT_BRANCH_LOCAL) < 0) {
+	if (!ref) { /* none, or set aside: made at the start commit */
 		if (git_commit_lookup(&base, repo, &oid) < 0 ||
 		    git_branch_create(&ref, repo, branch, base, 0) < 0) {
 			rc = fail("cannot create the child's branch");
