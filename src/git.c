@@ -49,6 +49,15 @@ int al_git_open(struct al_git **out)
 		 * pack-directory refresh per object and proves nothing.
 		 */
 		git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, 0);
+		/*
+		 * Writing a tree from the index reads every tree below the root
+		 * back, to rebuild the index's tree cache. libgit2 keeps trees
+		 * of up to 4 KiB in its object cache; a directory of a hundred
+		 * files makes a bigger one, which would be read, inflated and
+		 * hashed again at each commit although it did not change.
+		 */
+		git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, (int)GIT_OBJECT_TREE,
+				 (size_t)1 << 20);
 		initialised = true;
 	}
 	g = al_calloc(1, sizeof(*g));
