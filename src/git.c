@@ -300,9 +300,11 @@ int al_git_dirty(struct al_git *g, char **path)
 {
 	git_status_options opts;
 	git_status_list *list = NULL;
+	git_index *index = NULL;
 	int dirty = 0;
 
 	*path = NULL;
+	al_git_watch_early(g);
 	git_status_options_init(&opts, GIT_STATUS_OPTIONS_VERSION);
 	opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
 	/*
@@ -325,6 +327,10 @@ int al_git_dirty(struct al_git *g, char **path)
 		*path = al_strdup(p);
 		dirty = 1;
 	}
+	/* nothing to commit, not even run files: the first commit can trust the watch */
+	if (git_status_list_entrycount(list) == 0 && git_repository_index(&index, g->repo) == 0)
+		al_git_watch_from_clean(g, index);
+	git_index_free(index);
 	git_status_list_free(list);
 	return dirty;
 }

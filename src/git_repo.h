@@ -49,4 +49,15 @@ bool al_git_unrecorded(const char *path);
  */
 int al_git_stage_all(struct al_git *g, git_index *index, const char *own_dir, bool head_ours);
 
+/*
+ * A run's first commit may trust a watch too: al_git_watch_early() starts
+ * it before the status pass that finds the work tree clean (so whatever
+ * changes after that pass is seen), and al_git_watch_from_clean(), once
+ * the pass found nothing at all to commit, notes the index and
+ * .git/info/exclude as they are, which the first commit then checks as
+ * any later one does. Without the second call the first commit scans.
+ */
+void al_git_watch_early(struct al_git *g);
+void al_git_watch_from_clean(struct al_git *g, git_index *index);
+
 #endif

@@ -237,12 +237,52 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 }
 
 /*
+ * Whether a changed .gitignore can only ignore more than it did at the
+ * last commit: lines added at its end, none a negation ("!"), to the text
+ * the index holds (to nothing, for a file that is not there and not
+ * ignored itself: a file that is not ignored is in every commit). More
+ * ignored changes only files that were not in the last commit, so new
+ * since then, so among the paths the watch reports: staging those as
+ * usual is what a full scan would do. A rule dropped or changed could
+ * un-ignore a file that did not change, which only a full scan finds.
+ */
+static bool ignores_only_more(git_repository *repo, git_index *index, const char *path)
+{
+	const git_index_entry *e = git_index_get_bypath(index, path, 0);
+	struct al_strbuf now = AL_STRBUF_INIT;
+	git_blob *blob = NULL;
+	const char *old = "";
+	size_t len = 0;
+	int ignored = 0;
+	bool more = false;
+
+	if (e ? git_blob_lookup(&blob, repo, &e->id) < 0
+	      : git_ignore_path_is_ignored(&ignored, repo, path) < 0 || ignored)
+		return false;
+	if (blob) {
+		old = git_blob_rawcontent(blob);
+		len = (size_t)git_blob_rawsize(blob);
+	}
+	if (al_strbuf_read_file(&now, path, 0) == 0 && now.len >= len && !memcmp(now.buf, old, len) &&
+	    (!len || old[len - 1] == '\n')) {
+		more = true;
+		for (const char *p = now.buf + len; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+			if (*p == '!')
+				more = false;
+	}
+	al_strbuf_release(&now);
+	git_blob_free(blob);
+	return more;
+}
+
+/*
  * The watched way (watch.h): only the paths the watch saw change are
  * staged, each as the status pass would: gone (a file, or a directory and
  * all below it) is removed; a file (or symbolic link) is added if tracked
  * or not ignored, after any directory it replaced; a directory replaces a
  * file, its contents coming as paths of their own. Anything unusual (a
- * .gitignore changed, an error) fails, and the full scan follows.
+ * .gitignore that may ignore less, an error) fails, and the full scan
+ * follows.
  */
 static int stage_path(struct al_git *g, git_index *index, const char *path)
 {
@@ -257,7 +297,7 @@ static int stage_path(struct al_git *g, git_index *index, const char *path)
 	base = base ? base + 1 : path;
 	if (al_git_unrecorded(path) || gitlink) {
 		/* not recorded; a gitlink: stage_gitlinks() reads its HEAD */
-	} else if (!strcmp(base, ".gitignore")) {
+	} else if (!strcmp(base, ".gitignore") && !ignores_only_more(g->repo, index, path)) {
 		rc = -1; /* what is ignored changed: only a full scan knows what that adds */
 	} else if (lstat(path, &st) < 0) {
 		if (errno != ENOENT && errno != ENOTDIR)
@@ -376,6 +416,15 @@ static bool exclude_changed(struct al_git *g)
 	return changed;
 }
 
+/* A new watch (any old one dropped), or full scans from now on if none can start. */
+static void watch_start(struct al_git *g)
+{
+	al_watch_free(g->watch);
+	if (!(g->watch = al_watch_start(watch_skip, g)))
+		g->watch_off = true; /* no inotify, or its limit reached: full scans */
+	g->watch_pid = getpid();
+}
+
 /*
  * What the watch saw change since the last commit, into *paths: true if
  * it can be trusted for this commit — the watch ran since this process's
@@ -407,11 +456,22 @@ static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, ch
 		*n = 0;
 		return false;
 	}
-	al_watch_free(g->watch);
-	if (!(g->watch = al_watch_start(watch_skip, g)))
-		g->watch_off = true; /* no inotify, or its limit reached: full scans */
-	g->watch_pid = getpid();
+	watch_start(g);
 	return false;
+}
+
+void al_git_watch_early(struct al_git *g)
+{
+	if (!g->watch_off && !g->watch)
+		watch_start(g);
+}
+
+void al_git_watch_from_clean(struct al_git *g, git_index *index)
+{
+	if (!g->watch)
+		return;
+	index_left(g, index);
+	exclude_changed(g); /* as it is now */
 }
 
 /* Which way a commit staged, on stderr with AILOOP_WATCH_TRACE (test builds only). */

@@ -6,7 +6,7 @@
 # AILOOP_WATCH=0 (a full scan per commit) must make the same trees.
 . "$(dirname "$0")/lib.sh"
 
-STEPS=16
+STEPS=18
 export AILOOP_WATCH_TRACE=1
 
 . "$FIXTURES/watch/project.sh"
@@ -36,12 +36,23 @@ done
 # the watch did the work, and gave way where it could not be trusted
 watched_n=$(grep -c 'staging: watched' <<<"$watched_err")
 [ "$watched_n" -ge 8 ] && pass || fail "watched run: most commits staged by the watch ($watched_n)"
-expect_in "$watched_err" "staging: full scan" "watched run: the first commit (and overflows) scan"
 expect_not_in "$scanned_err" "staging: watched" "AILOOP_WATCH=0: every commit scans"
 # the steps whose commit must have fallen back: the overflow, a directory
-# moved, .gitignore changed, a repository appearing, .git/info/exclude changed
+# moved, a rule dropped from .gitignore, a repository appearing, a rule
+# dropped from .git/info/exclude, a negation added to a .gitignore
 full=$(grep -c 'staging: full scan' <<<"$watched_err")
 [ "$full" -ge 6 ] && pass || fail "watched run: untrusted steps fall back to a full scan ($full)"
+# how each commit staged, one letter each: iteration 0 (the run's first
+# commit, from a clean tree), then one per step
+ways=$(grep -o 'staging: .*' <<<"$watched_err" | sed 's/staging: watched/w/; s/staging: full scan/f/' | tr -d '\n')
+expect_eq "${ways:0:1}" w "the run's first commit trusts the watch started before the tree was found clean"
+expect_eq "${ways:17:1}" w "rules only added to .gitignore files: the watch stays trusted"
+expect_eq "${ways:18:1}" f "a negation added to a .gitignore: a full scan"
+step17=$(git -C "$TEST_TMP/watched" rev-list -1 --grep='iteration 17 ' HEAD)
+expect_eq "$(git -C "$TEST_TMP/watched" ls-tree --name-only -r "$step17" -- newdir a.tmp b.txt | tr '\n' ' ')" \
+	"b.txt newdir/.gitignore newdir/public " "what the added rules ignore stays out"
+expect_in "$(git -C "$TEST_TMP/watched" ls-tree --name-only -r HEAD -- newdir)" "newdir/secret2" \
+	"a file the negation un-ignores: recorded"
 expect_in "$(git -C "$TEST_TMP/watched" ls-tree HEAD sub)" "160000 commit" \
 	"a nested repository: recorded as a gitlink"
 expect_in "$(git -C "$TEST_TMP/watched" ls-tree HEAD skip.log)" "skip.log" \
@@ -49,5 +60,17 @@ expect_in "$(git -C "$TEST_TMP/watched" ls-tree HEAD skip.log)" "skip.log" \
 expect_eq "$(git -C "$TEST_TMP/watched" log --format=%s -- ignored-dir | sed 's/ — .*//')" \
 	"ai-loop[mutate]: iteration 16" \
 	"an ignored directory: left out until .git/info/exclude no longer ignores it"
+
+# a tree not quite clean at the start (another run's file, which the check
+# lets pass): the first commit scans, and records the file
+STEPS=1
+watch_project stale
+mkdir -p .ai-loop/runs/run_old && echo left >.ai-loop/runs/run_old/note.md
+run "$AILOOP" run "mutate the tree"
+expect_rc 0 "a run from a tree with another run's file: completes"
+expect_eq "$(grep -o 'staging: .*' <<<"$err" | head -1)" "staging: full scan" \
+	"a run from a tree with another run's file: the first commit scans"
+expect_eq "$(git ls-tree -r --name-only HEAD -- .ai-loop/runs/run_old)" ".ai-loop/runs/run_old/note.md" \
+	"a run from a tree with another run's file: the file is recorded"
 
 finish
