@@ -592,6 +592,7 @@ static void record(const char *path, const struct child *cs, size_t n)
 {
 	static char *open_path;
 	static int fd = -1;
+	static off_t size = -1; /* what the file holds; -1: not known */
 	struct al_strbuf sb = AL_STRBUF_INIT;
 
 	if (!open_path || strcmp(open_path, path)) {
@@ -600,6 +601,7 @@ static void record(const char *path, const struct child *cs, size_t n)
 		free(open_path);
 		open_path = al_strdup(path);
 		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+		size = -1;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct pstat ps;
@@ -607,9 +609,17 @@ static void record(const char *path, const struct child *cs, size_t n)
 		if (cs[i].pid > 0 && read_stat(cs[i].pid, &ps))
 			al_strbuf_addf(&sb, "%ld %llu\n", (long)cs[i].pid, ps.start);
 	}
-	/* best effort: without it a resume finds fewer leftovers */
-	if (fd >= 0 && (pwrite(fd, sb.buf, sb.len, 0) < 0 || ftruncate(fd, (off_t)sb.len) < 0))
-		sb.len = 0;
+	/*
+	 * Best effort: without it a resume finds fewer leftovers. A truncation
+	 * costs ext4 a journalled orphan-list update: only when it shrinks.
+	 */
+	if (fd >= 0) {
+		if ((sb.len && pwrite(fd, sb.buf, sb.len, 0) != (ssize_t)sb.len) ||
+		    ((size < 0 || size > (off_t)sb.len) && ftruncate(fd, (off_t)sb.len) < 0))
+			size = -1;
+		else
+			size = (off_t)sb.len;
+	}
 	al_strbuf_release(&sb);
 }
 
