@@ -128,6 +128,10 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 	if (may_exist && committed(ex, f))
 		goto done;
 	first = !al_exec_run_recorded(ex); /* the run's first commit adds its directory */
+	/* the second commit carries where the first is (below) */
+	if (ex->start_unsaved && (rc = al_run_save(ex->run)) < 0)
+		goto done;
+	ex->start_unsaved = false;
 	fields = *f;
 	fields.run_start = first;
 	al_commit_message(&msg, &fields);
@@ -137,13 +141,15 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 		ex->run_committed = true;
 		/*
 		 * Where `ailoop log` starts, without a walk. It goes into
-		 * run-state.md with the state's next save, so into the next
-		 * commit: saved now, it would leave the tree changed after a
-		 * run of one commit (whose log needs no shortcut).
+		 * run-state.md just before the next commit, which carries it
+		 * (run-state.md is not written at every iteration): saved now,
+		 * it would leave the tree changed after a run of one commit
+		 * (whose log needs no shortcut).
 		 */
 		if (first && !ex->run->forked) {
 			free(ex->run->st.start_commit);
 			ex->run->st.start_commit = al_strdup(oid);
+			ex->start_unsaved = true;
 		}
 		al_progress_note(ex->progress, "ailoop: [%s] %s: %s%s%s", f->label, f->node_path,
 				 f->summary, f->sensors && *f->sensors ? " | " : "",

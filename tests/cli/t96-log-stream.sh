@@ -97,4 +97,34 @@ expect_rc 0 "a run of one commit completes"
 expect_eq "$(git status --porcelain)" "" "a run of one commit leaves the work tree clean"
 expect_eq "$("$AILOOP" log --oneline | wc -l)" 1 "its log shows its one commit"
 
+# a run killed in its fourth iteration: run-state.md is not written at
+# every iteration, but the second commit already carries the record
+R=$T/killed
+new_repo "$R"
+mkdir -p "$R/.ai-loop/agents"
+echo 0 >"$R/count"
+printf -- "---\nname: count\ncommand: 'test \$(cat count) -ge 9'\n---\n" >"$R/.ai-loop/agents/count.md"
+printf -- "---\nname: step\ncommand: 'c=\$(cat count); [ \$c -lt 3 ] || kill -9 \$PPID; echo \$((c + 1)) >count'\n---\n" \
+	>"$R/.ai-loop/agents/step.md"
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: count
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/count.md]
+  actuator: {strategy: direct, agent: .ai-loop/agents/step.md}
+  termination: {max_iterations: 9}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run --quiet "count"
+expect_rc 137 "the counting run is killed by its agent"
+start=$(git log --format=%H --grep='^\[run-start\] true' -1)
+state=$(ls -d .ai-loop/runs/run_*)/run-state.md
+expect_eq "$(git show HEAD:"$state" | sed -n 's/^start-commit: //p')" "$start" \
+	"a killed run's last commit records its first commit"
+expect_eq "$("$AILOOP" log --oneline | head -1 | cut -d' ' -f1)" "${start:0:9}" \
+	"the killed run's log starts at its first commit"
+
 finish
