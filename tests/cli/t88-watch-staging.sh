@@ -6,7 +6,7 @@
 # AILOOP_WATCH=0 (a full scan per commit) must make the same trees.
 . "$(dirname "$0")/lib.sh"
 
-STEPS=18
+STEPS=20
 export AILOOP_WATCH_TRACE=1
 
 . "$FIXTURES/watch/project.sh"
@@ -53,6 +53,9 @@ expect_eq "$(git -C "$TEST_TMP/watched" ls-tree --name-only -r "$step17" -- newd
 	"b.txt newdir/.gitignore newdir/public " "what the added rules ignore stays out"
 expect_in "$(git -C "$TEST_TMP/watched" ls-tree --name-only -r HEAD -- newdir)" "newdir/secret2" \
 	"a file the negation un-ignores: recorded"
+expect_eq "${ways:20:1}" f "text added to a .gitignore's last line, which had no newline: a full scan"
+expect_in "$(git -C "$TEST_TMP/watched" ls-tree --name-only -r HEAD -- nonl)" "nonl/a1" \
+	"a file that rule no longer ignores: recorded"
 expect_in "$(git -C "$TEST_TMP/watched" ls-tree HEAD sub)" "160000 commit" \
 	"a nested repository: recorded as a gitlink"
 expect_in "$(git -C "$TEST_TMP/watched" ls-tree HEAD skip.log)" "skip.log" \
