@@ -411,6 +411,44 @@ static int check_runners(const struct al_flow *flow)
 	return 0;
 }
 
+struct start_search {
+	const char *run_id;
+	char oid[AL_OID_HEX];
+	int left; /* commits still to look at */
+};
+
+static int is_run_start(const char *oid, const char *message, int64_t time, void *data)
+{
+	struct start_search *s = data;
+	struct al_iteration it;
+
+	(void)time;
+	if (al_iteration_parse(&it, message)) {
+		if (it.run_start && it.run_id && !strcmp(it.run_id, s->run_id))
+			snprintf(s->oid, sizeof(s->oid), "%s", oid);
+		al_iteration_release(&it);
+	}
+	return *s->oid || --s->left <= 0;
+}
+
+/*
+ * A run killed between its first commit and its second has no record of
+ * where it starts (start-commit): the resume finds that commit, a few
+ * commits below HEAD, so that the next commit carries it. Not found
+ * within a short walk (a run of an older ailoop): `ailoop log` walks.
+ */
+static void recover_start(struct al_exec *ex)
+{
+	struct start_search s = { ex->run->st.run_id, "", 64 };
+
+	if (ex->run->forked || ex->run->st.start_commit || !ex->run->st.run_id)
+		return;
+	if (al_git_walk(ex->git, "HEAD", NULL, is_run_start, &s) >= 0 && *s.oid) {
+		ex->run->st.start_commit = al_strdup(s.oid);
+		ex->start_unsaved = true;
+	}
+}
+
 int al_exec_run(struct al_exec *ex, struct al_result *res)
 {
 	char cwd[PATH_MAX], *logs, *cache;
@@ -428,7 +466,9 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 	free(cache);
 	if (rc < 0)
 		goto done;
-	if (ex->resuming) { /* entering nodes rewrites the stack: keep how it was */
+	if (ex->resuming) {
+		recover_start(ex);
+		/* entering nodes rewrites the stack: keep how it was */
 		ex->nresume_stack = ex->run->st.nstack;
 		ex->resume_stack = al_calloc(ex->nresume_stack + 1, sizeof(char *));
 		for (size_t i = 0; i < ex->nresume_stack; i++)

@@ -97,16 +97,17 @@ expect_rc 0 "a run of one commit completes"
 expect_eq "$(git status --porcelain)" "" "a run of one commit leaves the work tree clean"
 expect_eq "$("$AILOOP" log --oneline | wc -l)" 1 "its log shows its one commit"
 
-# a run killed in its fourth iteration: run-state.md is not written at
-# every iteration, but the second commit already carries the record
-R=$T/killed
-new_repo "$R"
-mkdir -p "$R/.ai-loop/agents"
-echo 0 >"$R/count"
-printf -- "---\nname: count\ncommand: 'test \$(cat count) -ge 9'\n---\n" >"$R/.ai-loop/agents/count.md"
-printf -- "---\nname: step\ncommand: 'c=\$(cat count); [ \$c -lt 3 ] || kill -9 \$PPID; echo \$((c + 1)) >count'\n---\n" \
-	>"$R/.ai-loop/agents/step.md"
-cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+# count_repo DIR KILL: a counting loop to 9 whose agent kills ailoop
+# (SIGKILL) once the count reaches KILL
+count_repo() {
+	new_repo "$1"
+	mkdir -p "$1/.ai-loop/agents"
+	echo 0 >"$1/count"
+	printf -- "---\nname: count\ncommand: 'c=\$(cat count); echo \"count \$c\"; test \$c -ge 9'\n---\n" \
+		>"$1/.ai-loop/agents/count.md"
+	printf -- "---\nname: step\ncommand: 'c=\$(cat count); [ \$c -lt %s ] || kill -9 \$PPID; echo \$((c + 1)) >count'\n---\n" \
+		"$2" >"$1/.ai-loop/agents/step.md"
+	cat >"$1/.ai-loop/flow.yaml" <<'YAML'
 version: 1
 flow:
   id: count
@@ -116,8 +117,13 @@ flow:
   actuator: {strategy: direct, agent: .ai-loop/agents/step.md}
   termination: {max_iterations: 9}
 YAML
-commit_all "$R"
-cd "$R"
+	commit_all "$1"
+	cd "$1"
+}
+
+# a run killed in its fourth iteration: run-state.md is not written at
+# every iteration, but the second commit already carries the record
+count_repo "$T/killed" 3
 run "$AILOOP" run --quiet "count"
 expect_rc 137 "the counting run is killed by its agent"
 start=$(git log --format=%H --grep='^\[run-start\] true' -1)
@@ -126,5 +132,22 @@ expect_eq "$(git show HEAD:"$state" | sed -n 's/^start-commit: //p')" "$start" \
 	"a killed run's last commit records its first commit"
 expect_eq "$("$AILOOP" log --oneline | head -1 | cut -d' ' -f1)" "${start:0:9}" \
 	"the killed run's log starts at its first commit"
+
+# killed right after its first commit, before any record: the resume
+# finds that commit, and its next commit carries the record
+count_repo "$T/early-ref" 99
+AILOOP_CRASH_LOG="$T/early-points" "$AILOOP" run --quiet "count" >/dev/null 2>&1
+point=$(grep -m1 ' committed$' "$T/early-points" | cut -d' ' -f1)
+count_repo "$T/early" 99
+AILOOP_CRASH_AT=$point run "$AILOOP" run --quiet "count"
+expect_rc 137 "a run killed right after its first commit"
+start=$(git log --format=%H --grep='^\[run-start\] true' -1)
+state=$(ls -d .ai-loop/runs/run_*)/run-state.md
+expect_eq "$(git log --format=%H -1)" "$start" "the killed run has its first commit only"
+expect_eq "$(sed -n 's/^start-commit: //p' "$state")" "" "the killed run has no record yet"
+run "$AILOOP" resume
+expect_rc 0 "its resume completes"
+expect_eq "$(git show HEAD:"$state" | sed -n 's/^start-commit: //p')" "$start" \
+	"the resumed run's commits record its first commit"
 
 finish
