@@ -112,6 +112,47 @@ bool al_exec_run_recorded(struct al_exec *ex)
 	return ex->run_committed;
 }
 
+struct start_search {
+	const char *run_id;
+	char oid[AL_OID_HEX];
+	int left; /* commits still to look at */
+};
+
+static int is_run_start(const char *oid, const char *message, int64_t time, void *data)
+{
+	struct start_search *s = data;
+	struct al_iteration it;
+
+	(void)time;
+	if (al_iteration_parse(&it, message)) {
+		if (it.run_start && it.run_id && !strcmp(it.run_id, s->run_id))
+			snprintf(s->oid, sizeof(s->oid), "%s", oid);
+		al_iteration_release(&it);
+	}
+	return *s->oid || --s->left <= 0;
+}
+
+/*
+ * A run whose first commit this process did not make, and whose
+ * run-state.md has no record of it (start-commit): killed between its
+ * first and second commit and resumed, or begun by the children of a
+ * parallel node (they are other processes). The first commit this
+ * process makes finds it below HEAD, once, so that the commit carries
+ * the record. Not found within the walk (a run of an older ailoop, or
+ * children that committed more): `ailoop log` walks.
+ */
+static void recover_start(struct al_exec *ex)
+{
+	struct start_search s = { ex->run->st.run_id, "", 1000 };
+
+	if (ex->run->forked || ex->run->st.start_commit || !ex->run->st.run_id)
+		return;
+	if (al_git_walk(ex->git, "HEAD", NULL, is_run_start, &s) >= 0 && *s.oid) {
+		ex->run->st.start_commit = al_strdup(s.oid);
+		ex->start_unsaved = true;
+	}
+}
+
 int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool may_exist)
 {
 	struct al_strbuf msg = AL_STRBUF_INIT;
@@ -128,6 +169,10 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 	if (may_exist && committed(ex, f))
 		goto done;
 	first = !al_exec_run_recorded(ex); /* the run's first commit adds its directory */
+	if (!first && !ex->start_searched) {
+		ex->start_searched = true;
+		recover_start(ex);
+	}
 	/* the second commit carries where the first is (below) */
 	if (ex->start_unsaved && (rc = al_run_save(ex->run)) < 0)
 		goto done;
@@ -411,44 +456,6 @@ static int check_runners(const struct al_flow *flow)
 	return 0;
 }
 
-struct start_search {
-	const char *run_id;
-	char oid[AL_OID_HEX];
-	int left; /* commits still to look at */
-};
-
-static int is_run_start(const char *oid, const char *message, int64_t time, void *data)
-{
-	struct start_search *s = data;
-	struct al_iteration it;
-
-	(void)time;
-	if (al_iteration_parse(&it, message)) {
-		if (it.run_start && it.run_id && !strcmp(it.run_id, s->run_id))
-			snprintf(s->oid, sizeof(s->oid), "%s", oid);
-		al_iteration_release(&it);
-	}
-	return *s->oid || --s->left <= 0;
-}
-
-/*
- * A run killed between its first commit and its second has no record of
- * where it starts (start-commit): the resume finds that commit, a few
- * commits below HEAD, so that the next commit carries it. Not found
- * within a short walk (a run of an older ailoop): `ailoop log` walks.
- */
-static void recover_start(struct al_exec *ex)
-{
-	struct start_search s = { ex->run->st.run_id, "", 64 };
-
-	if (ex->run->forked || ex->run->st.start_commit || !ex->run->st.run_id)
-		return;
-	if (al_git_walk(ex->git, "HEAD", NULL, is_run_start, &s) >= 0 && *s.oid) {
-		ex->run->st.start_commit = al_strdup(s.oid);
-		ex->start_unsaved = true;
-	}
-}
-
 int al_exec_run(struct al_exec *ex, struct al_result *res)
 {
 	char cwd[PATH_MAX], *logs, *cache;
@@ -466,9 +473,7 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 	free(cache);
 	if (rc < 0)
 		goto done;
-	if (ex->resuming) {
-		recover_start(ex);
-		/* entering nodes rewrites the stack: keep how it was */
+	if (ex->resuming) { /* entering nodes rewrites the stack: keep how it was */
 		ex->nresume_stack = ex->run->st.nstack;
 		ex->resume_stack = al_calloc(ex->nresume_stack + 1, sizeof(char *));
 		for (size_t i = 0; i < ex->nresume_stack; i++)

@@ -89,6 +89,7 @@ struct al_exec {
 	size_t commits;  /* commits made by this process */
 	bool run_committed; /* the run has a commit: the next is not its first */
 	bool start_unsaved; /* run-state.md lacks the run's first commit (start-commit) */
+	bool start_searched; /* for that commit, made by another process (exec.c) */
 	struct al_cond_cache *cond_cache;  /* condition results (SPEC §3.2) */
 	struct al_frame frames[AL_FLOW_MAX_DEPTH];
 	size_t nframes;

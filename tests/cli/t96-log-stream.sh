@@ -150,4 +150,32 @@ expect_rc 0 "its resume completes"
 expect_eq "$(git show HEAD:"$state" | sed -n 's/^start-commit: //p')" "$start" \
 	"the resumed run's commits record its first commit"
 
+# a run begun by the children of a parallel node (other processes): the
+# root's own commit records the first one
+R=$T/children-first
+new_repo "$R"
+mkdir -p "$R/.ai-loop/agents"
+printf -- '---\nname: a\ncommand: echo a >a.txt\n---\n' >"$R/.ai-loop/agents/a.md"
+printf -- '---\nname: b\ncommand: echo b >b.txt\n---\n' >"$R/.ai-loop/agents/b.md"
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: top
+  type: parallel
+  isolation: shared
+  children:
+  - {id: a, agent: .ai-loop/agents/a.md}
+  - {id: b, agent: .ai-loop/agents/b.md}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run --quiet "both"
+expect_rc 0 "a parallel root's run completes"
+start=$(git log --format=%H --grep='^\[run-start\] true' -1)
+state=$(ls -d .ai-loop/runs/run_*)/run-state.md
+expect_eq "$(git log -1 --format=%H "$start" --grep='^\[node-path\] top/')" "$start" \
+	"a child made the run's first commit"
+expect_eq "$(git show HEAD:"$state" | sed -n 's/^start-commit: //p')" "$start" \
+	"the root's commit records the child's first commit"
+
 finish
