@@ -97,6 +97,14 @@ expect_rc 0 "a run of one commit completes"
 expect_eq "$(git status --porcelain)" "" "a run of one commit leaves the work tree clean"
 expect_eq "$("$AILOOP" log --oneline | wc -l)" 1 "its log shows its one commit"
 
+# run_start, run_state: the first commit and the run-state.md of the run here
+run_start() { git log --format=%H --grep='^\[run-start\] true' -1; }
+run_state() { echo "$(ls -d .ai-loop/runs/run_*)/run-state.md"; }
+# expect_recorded WHAT: the last commit's run-state.md records the run's first commit
+expect_recorded() {
+	expect_eq "$(git show HEAD:"$(run_state)" | sed -n 's/^start-commit: //p')" "$(run_start)" "$1"
+}
+
 # count_repo DIR KILL: a counting loop to 9 whose agent kills ailoop
 # (SIGKILL) once the count reaches KILL
 count_repo() {
@@ -126,11 +134,8 @@ YAML
 count_repo "$T/killed" 3
 run "$AILOOP" run --quiet "count"
 expect_rc 137 "the counting run is killed by its agent"
-start=$(git log --format=%H --grep='^\[run-start\] true' -1)
-state=$(ls -d .ai-loop/runs/run_*)/run-state.md
-expect_eq "$(git show HEAD:"$state" | sed -n 's/^start-commit: //p')" "$start" \
-	"a killed run's last commit records its first commit"
-expect_eq "$("$AILOOP" log --oneline | head -1 | cut -d' ' -f1)" "${start:0:9}" \
+expect_recorded "a killed run's last commit records its first commit"
+expect_eq "$("$AILOOP" log --oneline | head -1 | cut -d' ' -f1)" "$(run_start | cut -c1-9)" \
 	"the killed run's log starts at its first commit"
 
 # killed right after its first commit, before any record: the resume
@@ -141,14 +146,11 @@ point=$(grep -m1 ' committed$' "$T/early-points" | cut -d' ' -f1)
 count_repo "$T/early" 99
 AILOOP_CRASH_AT=$point run "$AILOOP" run --quiet "count"
 expect_rc 137 "a run killed right after its first commit"
-start=$(git log --format=%H --grep='^\[run-start\] true' -1)
-state=$(ls -d .ai-loop/runs/run_*)/run-state.md
-expect_eq "$(git log --format=%H -1)" "$start" "the killed run has its first commit only"
-expect_eq "$(sed -n 's/^start-commit: //p' "$state")" "" "the killed run has no record yet"
+expect_eq "$(git log --format=%H -1)" "$(run_start)" "the killed run has its first commit only"
+expect_eq "$(sed -n 's/^start-commit: //p' "$(run_state)")" "" "the killed run has no record yet"
 run "$AILOOP" resume
 expect_rc 0 "its resume completes"
-expect_eq "$(git show HEAD:"$state" | sed -n 's/^start-commit: //p')" "$start" \
-	"the resumed run's commits record its first commit"
+expect_recorded "the resumed run's commits record its first commit"
 
 # a run begun by the children of a parallel node (other processes): the
 # root's own commit records the first one
@@ -171,11 +173,8 @@ commit_all "$R"
 cd "$R"
 run "$AILOOP" run --quiet "both"
 expect_rc 0 "a parallel root's run completes"
-start=$(git log --format=%H --grep='^\[run-start\] true' -1)
-state=$(ls -d .ai-loop/runs/run_*)/run-state.md
-expect_eq "$(git log -1 --format=%H "$start" --grep='^\[node-path\] top/')" "$start" \
+expect_eq "$(git log -1 --format=%H "$(run_start)" --grep='^\[node-path\] top/')" "$(run_start)" \
 	"a child made the run's first commit"
-expect_eq "$(git show HEAD:"$state" | sed -n 's/^start-commit: //p')" "$start" \
-	"the root's commit records the child's first commit"
+expect_recorded "the root's commit records the child's first commit"
 
 finish
