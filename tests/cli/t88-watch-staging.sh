@@ -39,7 +39,8 @@ watched_n=$(grep -c 'staging: watched' <<<"$watched_err")
 expect_not_in "$scanned_err" "staging: watched" "AILOOP_WATCH=0: every commit scans"
 # the steps whose commit must have fallen back: the overflow, a directory
 # moved, a rule dropped from .gitignore, a repository appearing, a rule
-# dropped from .git/info/exclude, a negation added to a .gitignore
+# dropped from .git/info/exclude, a negation added to a .gitignore, text
+# added to a .gitignore's last line
 full=$(grep -c 'staging: full scan' <<<"$watched_err")
 [ "$full" -ge 6 ] && pass || fail "watched run: untrusted steps fall back to a full scan ($full)"
 # how each commit staged, one letter each: iteration 0 (the run's first
