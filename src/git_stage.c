@@ -376,7 +376,6 @@ static bool watch_skip(const char *rel, void *data)
 	return skip;
 }
 
-/* Whether the index file is as this process last left it. */
 /* Whether a file's stat data says it is as it was (its inode, size and mtime). */
 static bool same_file(const struct stat *a, const struct stat *b)
 {
@@ -384,6 +383,7 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
+/* Whether the index file is as this process last left it. */
 static bool index_ours(struct al_git *g, git_index *index)
 {
 	struct stat st;

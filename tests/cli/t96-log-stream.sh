@@ -112,19 +112,10 @@ count_repo() {
 	mkdir -p "$1/.ai-loop/agents"
 	echo 0 >"$1/count"
 	printf -- "---\nname: count\ncommand: 'c=\$(cat count); echo \"count \$c\"; test \$c -ge 9'\n---\n" \
-		>"$1/.ai-loop/agents/count.md"
+		>"$1/.ai-loop/agents/sensor.md"
 	printf -- "---\nname: step\ncommand: 'c=\$(cat count); [ \$c -lt %s ] || kill -9 \$PPID; echo \$((c + 1)) >count'\n---\n" \
 		"$2" >"$1/.ai-loop/agents/step.md"
-	cat >"$1/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: count
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/count.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/step.md}
-  termination: {max_iterations: 9}
-YAML
+	one_loop "$1" step.md "max_iterations: 9"
 	commit_all "$1"
 	cd "$1"
 }
