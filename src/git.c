@@ -91,6 +91,8 @@ void al_git_free(struct al_git *g)
 	free(g->branch_ref);
 	al_strv_free(g->skipped, g->nskipped);
 	al_watch_free(g->watch);
+	for (size_t i = 0; i < sizeof(g->ignores) / sizeof(g->ignores[0]); i++)
+		free(g->ignores[i].path);
 	git_repository_free(g->repo);
 	free(g);
 }

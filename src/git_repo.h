@@ -29,8 +29,18 @@ struct al_git {
 	bool watch_off;         /* AILOOP_WATCH=0, or inotify failed: a full scan every time */
 	struct stat index_st;   /* the index file as this process last left it */
 	bool index_known;
-	struct stat exclude_st; /* <common-dir>/info/exclude at the last staging */
-	bool exclude_there;
+	/*
+	 * The ignore files outside the work tree, which the watch does not
+	 * see: <common-dir>/info/exclude and the global one (core.excludesFile,
+	 * or git/ignore in the XDG configuration directory), as they were at
+	 * the last staging. Their paths are worked out once (NULL: none).
+	 */
+	struct outside_ignore {
+		char *path;
+		struct stat st;
+		bool there;
+	} ignores[2];
+	bool ignores_known;
 };
 
 /* An error from libgit2's last one, `what` first: AL_ERROR. */
@@ -53,8 +63,8 @@ int al_git_stage_all(struct al_git *g, git_index *index, const char *own_dir, bo
  * A run's first commit may trust a watch too: al_git_watch_early() starts
  * it before the status pass that finds the work tree clean (so whatever
  * changes after that pass is seen), and al_git_watch_from_clean(), once
- * the pass found nothing at all to commit, notes the index and
- * .git/info/exclude as they are, which the first commit then checks as
+ * the pass found nothing at all to commit, notes the index and the
+ * ignore files outside the work tree as they are, which the first commit then checks as
  * any later one does. Without the second call the first commit scans.
  */
 void al_git_watch_early(struct al_git *g);

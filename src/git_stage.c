@@ -397,22 +397,53 @@ static void index_left(struct al_git *g, git_index *index)
 }
 
 /*
- * Whether <common-dir>/info/exclude changed since the last staging; it
- * remembers the file as it is now. The watch does not see it (it is in
- * the git directory), and a rule dropped there makes a file that did not
- * change no longer ignored.
+ * The global ignore file libgit2 reads: core.excludesFile, else git/ignore
+ * in $XDG_CONFIG_HOME or ~/.config (NULL if there is no such place).
  */
-static bool exclude_changed(struct al_git *g)
+static char *global_ignore_path(git_repository *repo)
 {
-	char *path = al_xprintf("%sinfo/exclude", git_repository_commondir(g->repo));
-	struct stat st;
-	bool there = stat(path, &st) == 0;
-	bool changed = there != g->exclude_there || (there && !same_file(&st, &g->exclude_st));
+	git_config *cfg = NULL;
+	git_buf buf = GIT_BUF_INIT;
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	char *path = NULL;
 
-	g->exclude_there = there;
-	if (there)
-		g->exclude_st = st;
-	free(path);
+	if (git_repository_config_snapshot(&cfg, repo) == 0 &&
+	    git_config_get_path(&buf, cfg, "core.excludesfile") == 0)
+		path = al_strdup(buf.ptr);
+	else if (xdg && *xdg)
+		path = al_xprintf("%s/git/ignore", xdg);
+	else if (home && *home)
+		path = al_xprintf("%s/.config/git/ignore", home);
+	git_buf_dispose(&buf);
+	git_config_free(cfg);
+	return path;
+}
+
+/*
+ * Whether an ignore file outside the work tree changed since the last
+ * staging; it remembers them as they are now. The watch does not see them,
+ * and a rule dropped there makes a file that did not change no longer
+ * ignored.
+ */
+static bool ignores_changed(struct al_git *g)
+{
+	bool changed = false;
+
+	if (!g->ignores_known) {
+		g->ignores[0].path = al_xprintf("%sinfo/exclude", git_repository_commondir(g->repo));
+		g->ignores[1].path = global_ignore_path(g->repo);
+		g->ignores_known = true;
+	}
+	for (size_t i = 0; i < sizeof(g->ignores) / sizeof(g->ignores[0]); i++) {
+		struct outside_ignore *ig = &g->ignores[i];
+		struct stat st;
+		bool there = ig->path && stat(ig->path, &st) == 0;
+
+		changed |= there != ig->there || (there && !same_file(&st, &ig->st));
+		ig->there = there;
+		if (there)
+			ig->st = st;
+	}
 	return changed;
 }
 
@@ -430,14 +461,14 @@ static void watch_start(struct al_git *g)
  * it can be trusted for this commit — the watch ran since this process's
  * last commit, nothing overflowed, HEAD (`head_ours`) and the index are as
  * this process left them (no parallel sibling, no checkout in between),
- * and .git/info/exclude did not change.
+ * and no ignore file outside the work tree changed.
  * Otherwise the caller scans the whole tree, and a watch is (re)started
  * first, for the next commit.
  */
 static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, char ***paths,
 			  size_t *n)
 {
-	bool trusted, excluded = exclude_changed(g);
+	bool trusted, excluded = ignores_changed(g);
 
 	*paths = NULL;
 	*n = 0;
@@ -471,7 +502,7 @@ void al_git_watch_from_clean(struct al_git *g, git_index *index)
 	if (!g->watch)
 		return;
 	index_left(g, index);
-	exclude_changed(g); /* as it is now */
+	ignores_changed(g); /* as they are now */
 }
 
 /* Which way a commit staged, on stderr with AILOOP_WATCH_TRACE (test builds only). */

@@ -6,7 +6,7 @@
 # AILOOP_WATCH=0 (a full scan per commit) must make the same trees.
 . "$(dirname "$0")/lib.sh"
 
-STEPS=20
+STEPS=21
 export AILOOP_WATCH_TRACE=1
 
 . "$FIXTURES/watch/project.sh"
@@ -40,9 +40,9 @@ expect_not_in "$scanned_err" "staging: watched" "AILOOP_WATCH=0: every commit sc
 # the steps whose commit must have fallen back: the overflow, a directory
 # moved, a rule dropped from .gitignore, a repository appearing, a rule
 # dropped from .git/info/exclude, a negation added to a .gitignore, text
-# added to a .gitignore's last line
+# added to a .gitignore's last line, a rule dropped from the global ignore file
 full=$(grep -c 'staging: full scan' <<<"$watched_err")
-[ "$full" -ge 6 ] && pass || fail "watched run: untrusted steps fall back to a full scan ($full)"
+[ "$full" -ge 7 ] && pass || fail "watched run: untrusted steps fall back to a full scan ($full)"
 # how each commit staged, one letter each: iteration 0 (the run's first
 # commit, from a clean tree), then one per step
 ways=$(grep -o 'staging: .*' <<<"$watched_err" | sed 's/staging: watched/w/; s/staging: full scan/f/' | tr -d '\n')
@@ -57,6 +57,9 @@ expect_in "$(git -C "$TEST_TMP/watched" ls-tree --name-only -r HEAD -- newdir)" 
 expect_eq "${ways:20:1}" f "text added to a .gitignore's last line, which had no newline: a full scan"
 expect_in "$(git -C "$TEST_TMP/watched" ls-tree --name-only -r HEAD -- nonl)" "nonl/a1" \
 	"a file that rule no longer ignores: recorded"
+expect_eq "${ways:21:1}" f "a rule dropped from the global ignore file: a full scan"
+expect_eq "$(git -C "$TEST_TMP/watched" log --format=%s -- global-1 | sed 's/ — .*//')" \
+	"ai-loop[mutate]: iteration 21" "a file the global ignore file no longer ignores: recorded"
 expect_in "$(git -C "$TEST_TMP/watched" ls-tree HEAD sub)" "160000 commit" \
 	"a nested repository: recorded as a gitlink"
 expect_in "$(git -C "$TEST_TMP/watched" ls-tree HEAD skip.log)" "skip.log" \
@@ -76,5 +79,20 @@ expect_eq "$(grep -o 'staging: .*' <<<"$err" | head -1)" "staging: full scan" \
 	"a run from a tree with another run's file: the first commit scans"
 expect_eq "$(git ls-tree -r --name-only HEAD -- .ai-loop/runs/run_old)" ".ai-loop/runs/run_old/note.md" \
 	"a run from a tree with another run's file: the file is recorded"
+
+# core.excludesFile names the global ignore file: a rule dropped there scans too
+STEPS=1
+watch_project configured
+printf 'global-*\n' >"$TEST_TMP/excludes" && git config core.excludesFile "$TEST_TMP/excludes"
+rm "$XDG_CONFIG_HOME/git/ignore"
+printf -- '---\nname: mutate\ncommand: sed -i /^global/d "%s"; echo 1 >"$STEP"\n---\n' \
+	"$TEST_TMP/excludes" >.ai-loop/agents/mutate.md
+git commit -q -am "drop the rule of core.excludesFile"
+run "$AILOOP" run "mutate the tree"
+expect_rc 0 "core.excludesFile: the run completes"
+expect_eq "$(grep -o 'staging: .*' <<<"$err" | sed -n 2p)" "staging: full scan" \
+	"a rule dropped from core.excludesFile: a full scan"
+expect_eq "$(git log --format=%s -- global-1 | sed 's/ — .*//')" "ai-loop[mutate]: iteration 1" \
+	"a file core.excludesFile no longer ignores: recorded"
 
 finish
