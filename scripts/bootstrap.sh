@@ -5,11 +5,12 @@ set -euo pipefail
 # to build; then what the tests and scripts use: graphviz renders graphs,
 # jq reads JSON, procps gives ps, bsdutils script (a terminal), bc sums,
 # strace shows a run's durable points, slurm-wlm and munge a single-node
-# Slurm cluster for the `executor: slurm` tests,
+# Slurm cluster for the `executor: slurm` tests, bindfs a FUSE mount (a
+# work tree other hosts could write to),
 # clang and its runtime (libFuzzer) build the optimised and fuzz build,
 # groff and man check the man page
 packages=(build-essential cmake pkg-config git libyaml-dev libgit2-dev
-	libpcre2-dev libcriterion-dev libjansson-dev graphviz jq procps bsdutils bc strace slurm-wlm munge
+	libpcre2-dev libcriterion-dev libjansson-dev graphviz jq procps bsdutils bc strace slurm-wlm munge bindfs
 	clang libclang-rt-dev groff-base man-db)
 # npm installs the real claude CLI for its end-to-end test (a Node.js from
 # elsewhere, e.g. NodeSource, brings its own npm: keep it)

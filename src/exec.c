@@ -456,12 +456,27 @@ static int check_runners(const struct al_flow *flow)
 	return 0;
 }
 
+static void find_slurm(struct al_node *n, void *data)
+{
+	*(bool *)data |= n->slurm.on;
+}
+
+void al_exec_watch_policy(struct al_exec *ex)
+{
+	bool slurm = false;
+
+	al_flow_walk(ex->flow->root, find_slurm, &slurm);
+	if (slurm)
+		al_git_watch_off(ex->git);
+}
+
 int al_exec_run(struct al_exec *ex, struct al_result *res)
 {
 	char cwd[PATH_MAX], *logs, *cache;
 	int rc;
 
 	ex->root = al_strdup(getcwd(cwd, sizeof(cwd)) ? cwd : ".");
+	al_exec_watch_policy(ex);
 	logs = al_xprintf("%s/" AL_RUN_AGENTS_DIR, ex->run->dir);
 	rc = al_mkdirs(logs);
 	free(logs);

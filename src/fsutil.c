@@ -374,3 +374,28 @@ int al_remove_tree(const char *path)
 		return al_err(AL_ERROR, "cannot remove '%s': %s", path, strerror(errno));
 	return 0;
 }
+
+bool al_fs_type_shared(unsigned long type)
+{
+	static const unsigned long types[] = {
+		0x6969,     /* NFS */
+		0x517B,     /* SMB */
+		0xFF534D42, /* CIFS */
+		0xFE534D42, /* SMB2 */
+		0x0BD00BD0, /* Lustre */
+		0x47504653, /* GPFS */
+		0x00C36400, /* CephFS */
+		0x19830326, /* BeeGFS */
+		0x01021997, /* 9p */
+		0x5346414F, /* AFS */
+		0x7461636F, /* OCFS2 */
+		0x01161970, /* GFS2 */
+		0xAAD7AAEA, /* PanFS */
+		0x65735546, /* FUSE (sshfs, …) */
+	};
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(types); i++)
+		if ((type & 0xFFFFFFFFUL) == types[i])
+			return true;
+	return false;
+}

@@ -491,6 +491,13 @@ static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, ch
 	return false;
 }
 
+void al_git_watch_off(struct al_git *g)
+{
+	al_watch_free(g->watch);
+	g->watch = NULL;
+	g->watch_off = true;
+}
+
 void al_git_watch_early(struct al_git *g)
 {
 	if (!g->watch_off && !g->watch)

@@ -256,6 +256,7 @@ static void kid_main(struct al_node_run *nr, size_t k, int msg_fd, pid_t parent)
 		rc = al_git_follow(git);
 	if (rc == 0) {
 		ex->git = git;
+		al_exec_watch_policy(ex);
 		lock = al_xprintf("%s/ailoop-commit.lock", al_git_dir(git));
 		ex->commit_lock = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (ex->commit_lock < 0)

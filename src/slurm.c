@@ -1,4 +1,5 @@
 #include "ailoop/slurm.h"
+#include "ailoop/fsutil.h"
 #include "ailoop/runner.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
@@ -215,32 +216,6 @@ static bool partition_is(const char *part, size_t len, const struct al_slurm *s)
 	return len == strlen(s->partition) && !memcmp(part, s->partition, len);
 }
 
-/* Filesystems that a cluster's nodes share (statfs f_type). */
-static bool network_fs(long type)
-{
-	static const long types[] = {
-		0x6969,     /* NFS */
-		0x517B,     /* SMB */
-		(long)0xFF534D42, /* CIFS */
-		(long)0xFE534D42, /* SMB2 */
-		0x0BD00BD0, /* Lustre */
-		0x47504653, /* GPFS */
-		0x00C36400, /* CephFS */
-		0x19830326, /* BeeGFS */
-		0x01021997, /* 9p */
-		0x5346414F, /* AFS */
-		0x7461636F, /* OCFS2 */
-		0x01161970, /* GFS2 */
-		(long)0xAAD7AAEA, /* PanFS */
-		0x65735546, /* FUSE (sshfs, …) */
-	};
-
-	for (size_t i = 0; i < AL_ARRAY_SIZE(types); i++)
-		if ((type & 0xFFFFFFFFL) == (types[i] & 0xFFFFFFFFL))
-			return true;
-	return false;
-}
-
 int al_slurm_check_fs(const struct al_slurm *s, const char *dir)
 {
 	struct al_strbuf nodes = AL_STRBUF_INIT;
@@ -281,7 +256,7 @@ int al_slurm_check_fs(const struct al_slurm *s, const char *dir)
 		rc = al_err(AL_ERROR, "cannot read the filesystem of '%s': %s", dir, strerror(errno));
 		goto done;
 	}
-	if (!network_fs((long)fs.f_type))
+	if (!al_fs_type_shared((unsigned long)fs.f_type))
 		rc = al_err(AL_EINVALID, "executor slurm: the work tree '%s' is on a local filesystem "
 			    "(type 0x%lx), and slurm partition '%s' has nodes other than this host "
 			    "('%s'): put the repository on a filesystem the nodes share, or say "

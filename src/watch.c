@@ -1,4 +1,5 @@
 #include "ailoop/watch.h"
+#include "ailoop/fsutil.h"
 #include "ailoop/util.h"
 
 #include <dirent.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #define WATCH_MASK                                                                         \
@@ -27,6 +29,8 @@ struct al_watch {
 	size_t watches, max_watches; /* max_watches 0: the kernel's limit only */
 	al_watch_skip_fn skip;
 	void *data;
+	dev_t local_dev; /* the last device found not to be shared */
+	bool local_known;
 };
 
 static char *join(const char *dir, const char *name)
@@ -49,6 +53,27 @@ static bool has_repo(const char *rel)
 
 	free(p);
 	return yes;
+}
+
+/*
+ * Whether the directory open at `fd` is on a filesystem that other hosts
+ * may write to (NFS, a cluster filesystem, FUSE): inotify reports only what
+ * this host's processes do there, so the watch cannot be trusted.
+ */
+static bool on_shared_fs(struct al_watch *w, int fd)
+{
+	struct stat st;
+	struct statfs fs;
+
+	if (fstat(fd, &st) < 0)
+		return true;
+	if (w->local_known && st.st_dev == w->local_dev)
+		return false;
+	if (fstatfs(fd, &fs) < 0 || al_fs_type_shared((unsigned long)fs.f_type))
+		return true;
+	w->local_dev = st.st_dev;
+	w->local_known = true;
+	return false;
 }
 
 /*
@@ -97,6 +122,12 @@ static void add_dir(struct al_watch *w, const char *rel, bool report)
 	if (!(d = opendir(*rel ? rel : "."))) {
 		if (errno != ENOENT && errno != ENOTDIR)
 			w->broken = true;
+		return;
+	}
+	if (on_shared_fs(w, dirfd(d))) {
+		closedir(d);
+		errno = EREMOTE;
+		w->broken = true;
 		return;
 	}
 	while ((de = readdir(d)) && !w->broken) {

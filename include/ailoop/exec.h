@@ -112,6 +112,13 @@ struct al_exec {
 int al_exec_run(struct al_exec *ex, struct al_result *res);
 
 /*
+ * Sets how ex->git's commits find what changed: a flow with agents of
+ * executor slurm, which may write to the work tree from other hosts,
+ * scans the whole tree at each commit.
+ */
+void al_exec_watch_policy(struct al_exec *ex);
+
+/*
  * Runs `node` with `task` as its setpoint; `parent_label` is NULL for the
  * root; `child_entry` when a composite actuator enters it; `deadline` is
  * the enclosing deadline (al_now_ms() clock, 0 = none).

@@ -84,6 +84,12 @@ int al_refuse_symlink(const char *path);
 int al_remove_tree(const char *path);
 /* Whether fsync is on (AILOOP_FSYNC unset or not "0"). */
 bool al_fsync_enabled(void);
+/*
+ * Whether a filesystem of this type (statfs f_type) may be written by
+ * other hosts: network and cluster filesystems, and FUSE (sshfs, …). Its
+ * writers elsewhere are not seen by this host's inotify.
+ */
+bool al_fs_type_shared(unsigned long type);
 
 /* Writes all of `len` bytes, going on after EINTR and short writes; -1 (errno) on error. */
 int al_write_all(int fd, const char *p, size_t len);

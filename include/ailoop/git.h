@@ -68,6 +68,12 @@ int al_git_check_head(struct al_git *g, const char *own_dir);
  */
 int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir,
 		      char oid[AL_OID_HEX]);
+/*
+ * From now on each commit scans the whole work tree instead of trusting a
+ * watch of it: for agents that may write to it from other hosts, whose
+ * changes inotify does not report here.
+ */
+void al_git_watch_off(struct al_git *g);
 
 /*
  * Puts the work tree and the index back to the tree of commit `commit_hex`

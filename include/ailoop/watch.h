@@ -14,7 +14,8 @@
  *
  * The watch can stop being trusted: a queue overflow, a watch it could not
  * add (the limit reached), a directory moved away (the paths its watches
- * stand for are stale), a repository appearing in the tree, any error.
+ * stand for are stale), a repository appearing in the tree, a directory
+ * made on a filesystem other hosts may write to, any error.
  * al_watch_take() then fails, and the caller scans the whole tree instead
  * (and starts a new watch).
  */
@@ -25,7 +26,8 @@ typedef bool (*al_watch_skip_fn)(const char *rel, void *data);
 
 /*
  * Starts watching; NULL (errno set) if it cannot: no inotify, the watch
- * limit reached, an unreadable directory. The test hook
+ * limit reached, an unreadable directory, a directory on a filesystem
+ * other hosts may write to (EREMOTE: their changes raise no event here). The test hook
  * AILOOP_WATCH_MAX_EVENTS=N (test builds only) makes more than N events
  * between two looks count as an overflow, and AILOOP_WATCH_MAX_DIRS=N a
  * watch limit of N directories (=+N: N more than the watch started with).

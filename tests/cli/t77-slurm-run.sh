@@ -4,7 +4,8 @@
 # records each step's job id, and a SIGINT during a step pauses the run
 # with no job left in the queue; resume finishes it. An agent's timeout
 # cancels its step; after ailoop is killed (SIGKILL) during a step, resume
-# cancels the job it left and finishes the run.
+# cancels the job it left and finishes the run. Job steps may write from
+# other hosts, which inotify does not see: every commit scans.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/slurm-cluster.sh"
 slurm_start
@@ -29,8 +30,11 @@ loop_repo "$R" item-1 item-2 item-3
 one_loop "$R" fixer.md "max_iterations: 5" "" "executor: slurm"
 commit_all "$R"
 cd "$R"
-run "$AILOOP" run "empty the todo list"
+AILOOP_WATCH_TRACE=1 run "$AILOOP" run "empty the todo list"
 expect_rc 0 "run on slurm"
+# job steps may write from other hosts, which inotify does not see
+expect_in "$err" "staging: full scan" "on slurm: commits scan the work tree"
+expect_eq "$(grep -c 'staging: watched' <<<"$err")" 0 "on slurm: no commit trusts a watch"
 expect_eq "$(git log --reverse --format=%s main..HEAD)" "$ref_subjects" "same commit subjects as locally"
 expect_eq "$(triples "$R")" "$ref_triples" "same commits as locally"
 expect_eq "$(code_tree "$R" | grep -v flow.yaml)" "$ref_tree" "same tree as locally (but the flow)"
