@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/random.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -146,8 +147,38 @@ static void add_children(struct pids *out, pid_t pid)
 	free(all);
 }
 
-/* The environment: ours, with the spec's NAME=value entries on top. */
-static char **make_env(const char *const *extra)
+#define KEY_VAR "AILOOP_AGENT_KEY"
+
+/*
+ * "AILOOP_AGENT_KEY=<random hex>", the same for every agent this process
+ * starts, and in its record of them: after a kill, resume knows what
+ * ailoop started by it even where no pid was recorded yet (a kill between
+ * the start and the record), and no process that merely names the run.
+ */
+static const char *agent_key(void)
+{
+	static char entry[sizeof(KEY_VAR) + 33];
+	unsigned char bytes[16];
+
+	if (!*entry) {
+		if (getrandom(bytes, sizeof(bytes), 0) != (ssize_t)sizeof(bytes)) {
+			uint64_t seed = (uint64_t)al_now_ms() ^ ((uint64_t)getpid() << 32);
+
+			for (size_t i = 0; i < sizeof(bytes); i++, seed = seed * 6364136223846793005ULL + 1)
+				bytes[i] = (unsigned char)(seed >> 56);
+		}
+		memcpy(entry, KEY_VAR "=", sizeof(KEY_VAR));
+		for (size_t i = 0; i < sizeof(bytes); i++)
+			snprintf(entry + sizeof(KEY_VAR) + 2 * i, 3, "%02x", bytes[i]);
+	}
+	return entry;
+}
+
+/*
+ * The environment: ours, with the spec's NAME=value entries on top, and
+ * the agent key for a recorded child.
+ */
+static char **make_env(const char *const *extra, bool keyed)
 {
 	size_t n = 0, k = 0, m = 0;
 	char **env;
@@ -156,7 +187,7 @@ static char **make_env(const char *const *extra)
 		n++;
 	while (extra && extra[m])
 		m++;
-	env = al_calloc(n + m + 1, sizeof(*env));
+	env = al_calloc(n + m + 2, sizeof(*env));
 	for (size_t i = 0; i < n; i++) {
 		const char *eq = strchr(environ[i], '=');
 		size_t len = eq ? (size_t)(eq - environ[i]) + 1 : strlen(environ[i]);
@@ -164,11 +195,14 @@ static char **make_env(const char *const *extra)
 
 		for (size_t j = 0; j < m && !replaced; j++)
 			replaced = !strncmp(extra[j], environ[i], len);
+		replaced |= keyed && !strncmp(environ[i], KEY_VAR "=", sizeof(KEY_VAR));
 		if (!replaced)
 			env[k++] = environ[i];
 	}
 	for (size_t j = 0; j < m; j++)
 		env[k++] = (char *)extra[j];
+	if (keyed)
+		env[k++] = (char *)agent_key();
 	return env;
 }
 
@@ -248,7 +282,7 @@ static int spawn(struct child *c)
 	posix_spawnattr_setpgroup(&attr, 0);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
 				 POSIX_SPAWN_SETSIGDEF);
-	env = make_env(c->spec->env);
+	env = make_env(c->spec->env, c->spec->record != NULL);
 	path = resolve(c->spec->argv[0]);
 	if (path)
 		e = posix_spawn(&c->pid, path, &fa, &attr, (char *const *)c->spec->argv, env);
@@ -584,9 +618,11 @@ static int kill_strays(const struct child *cs, size_t n, struct al_strbuf *log)
 }
 
 /*
- * Writes the agents' pids and start times, for a resume after ailoop is
- * killed. The file stays open and is rewritten in place (emptied once the
- * agents are reaped): no file is made or removed per step.
+ * Writes the agent key ("key <hex>") and the agents' pids and start times,
+ * for a resume after ailoop is killed; called before they start (the key,
+ * written only the first time) and after. The file stays open and is
+ * rewritten in place (down to the key once the agents are reaped): no file
+ * is made or removed per step.
  */
 static void record(const char *path, const struct child *cs, size_t n)
 {
@@ -603,6 +639,11 @@ static void record(const char *path, const struct child *cs, size_t n)
 		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 		size = -1;
 	}
+	al_strbuf_addf(&sb, "key %s\n", agent_key() + sizeof(KEY_VAR));
+	if (!n && size == (off_t)sb.len) { /* the key alone, there already */
+		al_strbuf_release(&sb);
+		return;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct pstat ps;
 
@@ -614,7 +655,7 @@ static void record(const char *path, const struct child *cs, size_t n)
 	 * costs ext4 a journalled orphan-list update: only when it shrinks.
 	 */
 	if (fd >= 0) {
-		if ((sb.len && pwrite(fd, sb.buf, sb.len, 0) != (ssize_t)sb.len) ||
+		if (pwrite(fd, sb.buf, sb.len, 0) != (ssize_t)sb.len ||
 		    ((size < 0 || size > (off_t)sb.len) && ftruncate(fd, (off_t)sb.len) < 0))
 			size = -1;
 		else
@@ -650,6 +691,8 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 		free(cs);
 		return AL_EINTR;
 	}
+	if (n && specs[0].record)
+		record(specs[0].record, cs, 0); /* the key, before any agent has it */
 	/* what the step wrote so far survives a power loss before an agent acts on it */
 	if ((rc = al_durable_point()) < 0) {
 		free(cs);
@@ -689,7 +732,7 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 		}
 	}
 	if (n && specs[0].record)
-		record(specs[0].record, cs, 0); /* all reaped: none left to find */
+		record(specs[0].record, cs, 0); /* all reaped: the key alone */
 	free(cs);
 	if (rc < 0)
 		return rc;
@@ -794,7 +837,7 @@ static bool same_process(pid_t pid, unsigned long long start)
 
 int al_proc_kill_recorded(const char *record, const char *entry)
 {
-	struct al_strbuf text = AL_STRBUF_INIT;
+	struct al_strbuf text = AL_STRBUF_INIT, key = AL_STRBUF_INIT;
 	struct pids victims = { 0 }, recorded = { 0 };
 	pid_t *all, me = getpid();
 	int found;
@@ -808,7 +851,10 @@ int al_proc_kill_recorded(const char *record, const char *entry)
 		long pid = strtol(p, &end, 10);
 		unsigned long long start = strtoull(end, &end, 10);
 
-		if (pid > 0 && (pid_t)pid != me) {
+		if (!strncmp(p, "key ", 4) && !key.len) {
+			end = (char *)p + 4 + strcspn(p + 4, "\n");
+			al_strbuf_addf(&key, KEY_VAR "=%.*s", (int)(end - p - 4), p + 4);
+		} else if (pid > 0 && (pid_t)pid != me) {
 			pids_add(&recorded, (pid_t)pid);
 			if (same_process((pid_t)pid, start))
 				pids_add(&victims, (pid_t)pid);
@@ -823,9 +869,14 @@ int al_proc_kill_recorded(const char *record, const char *entry)
 	for (size_t i = 0; all && all[i]; i++) {
 		struct pstat ps;
 
-		/* the group of an agent that died before it: ours only if it says so */
-		if (all[i] != me && read_stat(all[i], &ps) && ps.state != 'Z' &&
-		    pids_has(&recorded, ps.pgid) && environ_has(all[i], entry))
+		/*
+		 * The group of an agent that died before it, and whatever holds
+		 * the key (an agent started but not recorded yet): ours only if
+		 * it names the run too
+		 */
+		if (all[i] != me && !pids_has(&victims, all[i]) && read_stat(all[i], &ps) &&
+		    ps.state != 'Z' && environ_has(all[i], entry) &&
+		    (pids_has(&recorded, ps.pgid) || (key.len && environ_has(all[i], key.buf))))
 			pids_add(&victims, all[i]);
 	}
 	free(all);
@@ -850,6 +901,7 @@ int al_proc_kill_recorded(const char *record, const char *entry)
 	free(victims.v);
 	free(recorded.v);
 	al_strbuf_release(&text);
+	al_strbuf_release(&key);
 	return found;
 }
 

@@ -37,10 +37,11 @@ struct al_proc_spec {
 	void (*tick)(void *data);
 	void *tick_data;
 	/*
-	 * A file that holds, while the children run, "pid start-time" of each
-	 * (start time: field 22 of /proc/<pid>/stat), so that after ailoop is
-	 * killed a resume stops its agents and no other process. Only the
-	 * first spec's is used; NULL: none.
+	 * A file that holds this process's agent key ("key <hex>", which the
+	 * children get as AILOOP_AGENT_KEY) and, while the children run,
+	 * "pid start-time" of each (start time: field 22 of /proc/<pid>/stat),
+	 * so that after ailoop is killed a resume stops its agents and no
+	 * other process. Only the first spec's is used; NULL: none.
 	 */
 	const char *record;
 };
@@ -83,9 +84,11 @@ char *al_proc_find(const char *prog);
 /*
  * Kills (SIGKILL) the children a killed ailoop left running, as `record`
  * (see al_proc_spec) lists them: each one still alive with the start time
- * recorded, whatever is below it, and the members of its process group
- * whose environment holds `entry` ("AILOOP_RUN_DIR=/…"). They must not go
- * on editing the tree while the run is resumed; no other process is
+ * recorded, whatever is below it, and the processes whose environment
+ * holds `entry` ("AILOOP_RUN_DIR=/…") and either are in the process group
+ * of one recorded or hold the recorded agent key (an agent started just
+ * before ailoop was killed, its pid not written yet). They must not go on
+ * editing the tree while the run is resumed; no other process is
  * touched. Waits until they are gone, then removes `record`. Returns how
  * many were found.
  */

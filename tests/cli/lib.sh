@@ -243,7 +243,8 @@ wait_for() {
 
 # group_gone PGID: no process is left in that process group
 group_gone() {
-	[ -z "$(ps -o pid= -g "$1" 2>/dev/null)" ]
+	# (ps -g selects sessions, not process groups; zombies are gone already)
+	! ps -e -o pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { found = 1 } END { exit !found }'
 }
 
 # scripted_agents DIR NAME...: agents .ai-loop/agents/NAME.md in DIR that

@@ -3,6 +3,7 @@
 # agent's whole process group gone, and resume finishes it as if nothing
 # had happened; a second SIGINT kills at once; a second ailoop on the same
 # run is refused (exit 75); `run` with a run to resume asks or refuses.
+# After SIGKILL, resume stops the agents the run left, recorded or not.
 . "$(dirname "$0")/lib.sh"
 
 export GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
@@ -118,6 +119,31 @@ rm -f "$GATE"
 wait "$first" && rc=0 || rc=$?
 expect_eq "$rc" 0 "the resume after SIGKILL finishes"
 expect_eq "$(triples "$R")" "$ref_triples" "history after SIGKILL and resume"
+
+# --- SIGKILL between an agent's start and its record: resume still stops it ------------
+gated_repo unrecorded
+touch "$GATE"
+rm -f "$STARTED"
+"$AILOOP" run "fix all" >/dev/null 2>&1 &
+pid=$!
+wait_for "$STARTED" && pass || fail "the actuator of the run to kill started"
+orphan=$(head -1 "$STARTED")
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+rec=$(echo .ai-loop/runs/run_*/logs/agents)
+expect_eq "$(head -c 4 "$rec")" "key " "the record holds the key the agents carry"
+sed -i 2,\$d "$rec" # the key alone: as if killed before the agent's pid was written
+"$AILOOP" resume >"$TEST_TMP/out1" 2>"$TEST_TMP/err1" &
+first=$!
+i=0
+while [ "$(wc -l <"$STARTED")" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+group_gone "$orphan" && pass || fail "resume stopped the agent the killed run did not record"
+expect_in "$(cat "$TEST_TMP/err1")" "the interrupted run left running" \
+	"resume says it stopped the unrecorded agent"
+rm -f "$GATE"
+wait "$first" && rc=0 || rc=$?
+expect_eq "$rc" 0 "the resume after SIGKILL before the record finishes"
+expect_eq "$(triples "$R")" "$ref_triples" "history after SIGKILL before the record and resume"
 
 # --- resume from another branch: the run's branch is checked out ----------------------
 gated_repo elsewhere

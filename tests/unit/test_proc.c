@@ -502,23 +502,31 @@ static unsigned long long start_time(pid_t pid)
 Test(proc, kill_recorded_stops_recorded_processes_only)
 {
 	char *const env[] = { "AILOOP_RUN_DIR=/x/run", NULL };
+	char *const keyed_env[] = { "AILOOP_RUN_DIR=/x/run", "AILOOP_AGENT_KEY=0123abcd", NULL };
+	char *const other_key[] = { "AILOOP_RUN_DIR=/x/run", "AILOOP_AGENT_KEY=0123abce", NULL };
 	pid_t agent = start_sleep(env), other = start_sleep(env), stale = start_sleep(env);
+	pid_t unrecorded = start_sleep(keyed_env), forged = start_sleep(other_key);
 	struct al_strbuf rec = AL_STRBUF_INIT;
 
 	usleep(50000); /* exec'd: the start time is the process's, not the fork's */
-	al_strbuf_addf(&rec, "%ld %llu\n%ld %llu\n", (long)agent, start_time(agent), (long)stale,
-		       start_time(stale) + 1);
+	al_strbuf_addf(&rec, "key 0123abcd\n%ld %llu\n%ld %llu\n", (long)agent, start_time(agent),
+		       (long)stale, start_time(stale) + 1);
 	cr_assert_eq(al_write_atomic("agents", rec.buf, rec.len), 0);
-	cr_assert_eq(al_proc_kill_recorded("agents", "AILOOP_RUN_DIR=/x/run"), 1);
+	cr_assert_eq(al_proc_kill_recorded("agents", "AILOOP_RUN_DIR=/x/run"), 2);
 	cr_assert_eq(waitpid(agent, NULL, WNOHANG), agent, "the recorded agent was stopped");
+	cr_assert_eq(waitpid(unrecorded, NULL, WNOHANG), unrecorded,
+		     "an agent with the recorded key was stopped, its pid not recorded yet");
 	cr_assert_eq(kill(other, 0), 0, "a process with the run in its environment is not ours");
+	cr_assert_eq(kill(forged, 0), 0, "nor one with another key");
 	cr_assert_eq(kill(stale, 0), 0, "a pid recorded with another start time is another process");
 	cr_assert_not(al_file_exists("agents"), "the record is removed");
 	cr_assert_eq(al_proc_kill_recorded("agents", "AILOOP_RUN_DIR=/x/run"), 0);
 	kill(other, SIGKILL);
 	kill(stale, SIGKILL);
+	kill(forged, SIGKILL);
 	waitpid(other, NULL, 0);
 	waitpid(stale, NULL, 0);
+	waitpid(forged, NULL, 0);
 	al_strbuf_release(&rec);
 }
 
