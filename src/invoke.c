@@ -265,6 +265,7 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 		 * A job step on the cluster, named after the node, in this
 		 * directory (shared with the nodes: al_exec_check_flow), with a
 		 * time limit of the deadline's minutes: ailoop's own comes first.
+		 * Neither counts the time the step waits in the queue.
 		 */
 		char cwd[PATH_MAX], hash[65], *what, *dir;
 		int64_t left_s = (deadline - now + 999) / 1000;
@@ -282,6 +283,7 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 		free(what);
 		if (rc < 0)
 			goto done;
+		unlink(call->slurm_job_file); /* a killed run's: the step's clock starts with its own */
 		call->argv = al_slurm_argv(&c->node->slurm, call->argv, c->node->path,
 					   left_s > INT_MAX ? INT_MAX : (int)left_s,
 					   c->cwd ? c->cwd
@@ -292,6 +294,11 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	call->spec.env = (const char *const *)call->env;
 	call->spec.cwd = c->cwd;
 	call->spec.deadline_ms = deadline;
+	if (call->slurm_job_file) { /* its time counts once the step starts, not in the queue */
+		call->spec.started = call->slurm_job_file;
+		call->spec.timeout_ms = (int64_t)call->timeout_s * 1000;
+		call->spec.deadline_ms = c->deadline_ms;
+	}
 	call->spec.tick = al_progress_tick;
 	call->spec.tick_data = ex->progress;
 	call->spec.record = ex->agents_file;

@@ -32,6 +32,8 @@ struct child {
 	bool exited;         /* main process is a zombie, not yet reaped */
 	bool done;           /* reaped, pipes closed */
 	int64_t start;
+	int64_t deadline;    /* when it is stopped; 0 = none (yet) */
+	bool started;        /* spec->started seen (or none to wait for) */
 	int64_t kill_at;     /* when SIGTERM turns into SIGKILL; 0 = not pending */
 	int64_t drain_until; /* after exit: stop waiting for pipes held by strays */
 };
@@ -447,8 +449,8 @@ static int64_t next_wakeup(const struct child *cs, size_t n, int64_t now)
 
 		if (c->done)
 			continue;
-		if (c->spec->deadline_ms && !c->kill_at && !c->exited && c->spec->deadline_ms < wake)
-			wake = c->spec->deadline_ms;
+		if (c->deadline && !c->kill_at && !c->exited && c->deadline < wake)
+			wake = c->deadline;
 		if (c->kill_at && c->kill_at < wake)
 			wake = c->kill_at;
 		if (c->exited && c->drain_until < wake)
@@ -529,8 +531,14 @@ static void step(struct child *cs, size_t n, int *signals_seen)
 			continue;
 		if (c->pidfd < 0)
 			check_exit(c, now);
-		if (c->spec->deadline_ms && now >= c->spec->deadline_ms && !c->exited &&
-		    !c->kill_at) {
+		if (!c->started && access(c->spec->started, F_OK) == 0) {
+			int64_t from_start = now + c->spec->timeout_ms;
+
+			c->started = true;
+			if (!c->deadline || from_start < c->deadline)
+				c->deadline = from_start;
+		}
+		if (c->deadline && now >= c->deadline && !c->exited && !c->kill_at) {
 			c->res->timed_out = true;
 			stop(c, now);
 		}
@@ -686,6 +694,8 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 		results[i].interrupted = al_signals_count() > 0; /* then none is started */
 		cs[i].spec = &specs[i];
 		cs[i].res = &results[i];
+		cs[i].deadline = specs[i].deadline_ms;
+		cs[i].started = !specs[i].started;
 	}
 	if (al_signals_count()) {
 		free(cs);

@@ -32,6 +32,13 @@ struct al_proc_spec {
 	const char *input;       /* written to stdin; NULL means /dev/null */
 	size_t input_len;
 	int64_t deadline_ms;     /* on al_now_ms()'s clock; 0 = none */
+	/*
+	 * With `started` set (a job step that may wait in a queue first, and
+	 * writes that file as it starts), `timeout_ms` counts from when the
+	 * file appears; deadline_ms only caps it.
+	 */
+	const char *started;
+	int64_t timeout_ms;
 	int grace_ms;            /* SIGTERM to SIGKILL; 0 = AL_PROC_GRACE_MS */
 	/* called about once a second while waiting, e.g. for a live status line */
 	void (*tick)(void *data);

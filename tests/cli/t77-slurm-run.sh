@@ -3,7 +3,8 @@
 # job steps gives the same commits and tree as the same loop run locally,
 # records each step's job id, and a SIGINT during a step pauses the run
 # with no job left in the queue; resume finishes it. An agent's timeout
-# cancels its step; after ailoop is killed (SIGKILL) during a step, resume
+# cancels its step, and counts from its start, not from its time in the
+# queue; after ailoop is killed (SIGKILL) during a step, resume
 # cancels the job it left and finishes the run. Job steps may write from
 # other hosts, which inotify does not see: every commit scans.
 . "$(dirname "$0")/lib.sh"
@@ -110,6 +111,27 @@ expect_eq "$(squeue -h | wc -l)" 0 "squeue is empty after the timeout"
 expect_in "$(cat .ai-loop/runs/run_*/events.jsonl)" '"end":"timed out"' "the step is recorded as timed out"
 expect_in "$(cat .ai-loop/runs/run_*/events.jsonl)" '"role":"actuator","name":null,"job":' \
 	"the timed-out step's job id is recorded"
+
+# --- time a step waits in the queue is not the agent's: its timeout counts from its start --
+R=$TEST_TMP/queued
+loop_repo "$R" a
+sed -i 's/^name: scope$/&\ntimeout: 3/' "$R/.ai-loop/agents/sensor.md"
+sed -i 's/^name: fixer$/&\ntimeout: 3/' "$R/.ai-loop/agents/fixer.md"
+one_loop "$R" fixer.md "" "" "executor: slurm"
+commit_all "$R"
+cd "$R"
+scontrol update NodeName="$(hostname -s)" State=DRAIN Reason="a queue for t77"
+"$AILOOP" run "fix a" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+pid=$!
+for _ in $(seq 100); do [ -n "$(squeue -h -t PD)" ] && break; sleep 0.1; done
+expect_eq "$(squeue -h -t PD -o %j)" "fix" "the sensor's step waits in the queue"
+sleep 5 # longer than the agents' timeout of 3 s
+scontrol update NodeName="$(hostname -s)" State=RESUME
+wait "$pid" && rc=0 || rc=$?
+expect_eq "$rc" 0 "agents that waited in the queue longer than their timeout: the run completes"
+expect_not_in "$(cat "$TEST_TMP/err")" "did not finish in time" "no timeout while queued"
+expect_eq "$(cat todo.txt)" "" "the queued agents did their work"
+check_history "$R"
 
 # --- ailoop killed during a step: resume cancels the job it left -------------------------
 gated_step killed
