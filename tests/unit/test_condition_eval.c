@@ -351,15 +351,21 @@ Test(condition_eval, a_command_stopped_at_the_deadline_is_a_timeout)
 
 Test(condition_eval, a_running_command_is_in_the_record_of_live_children)
 {
+	const char *rec;
+
 	/*
 	 * so that a resume after ailoop was killed stops it, as it stops
-	 * agents; the record is written just after the spawn, so the command
-	 * may start first: it looks for itself for a while
+	 * agents; its pid is written just after the spawn, so the command
+	 * may start first: it looks for itself for a while. The agent key is
+	 * there from before it starts, and in its environment.
 	 */
 	env.record = "agents";
-	assert_true("{type: command, expression: 'i=0; until grep -q \"^$$ \" agents || "
+	assert_true("{type: command, expression: 'grep -qx \"key ${AILOOP_AGENT_KEY:?}\" agents && "
+		    "i=0; until grep -q \"^$$ \" agents || "
 		    "[ $i -ge 200 ]; do sleep 0.01; i=$((i + 1)); done; grep -q \"^$$ \" agents'}");
-	cr_assert_str_eq(file_text("agents"), ""); /* emptied once it is reaped */
+	rec = file_text("agents");
+	cr_assert(!strncmp(rec, "key ", 4) && strchr(rec, '\n') == rec + strlen(rec) - 1,
+		  "once it is reaped, the key alone: %s", rec);
 }
 
 Test(condition_eval, an_interrupt_stops_the_command)
