@@ -506,6 +506,15 @@ static int move_head(struct al_git *g, const char *ref, const git_oid *id, const
 	return rc;
 }
 
+static bool commit_written(struct al_git *g, const git_oid *id)
+{
+	git_odb *odb = NULL;
+	bool there = git_repository_odb(&odb, g->repo) == 0 && git_odb_exists(odb, id);
+
+	git_odb_free(odb);
+	return there;
+}
+
 int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir,
 		      char oid[AL_OID_HEX])
 {
@@ -549,6 +558,15 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 	    git_commit_create(&commit_oid, g->repo, NULL, author, committer, NULL, message,
 			      tree, 1, (const git_commit **)&parent) < 0) {
 		rc = al_git_fail("cannot commit");
+		goto done;
+	}
+	/*
+	 * libgit2 1.5 returns success when it could not write the commit
+	 * object (a full disk): the branch must never name a missing commit
+	 */
+	if (!commit_written(g, &commit_oid)) {
+		rc = al_err(AL_ERROR, "cannot commit: the commit object could not be written "
+			    "(is the disk full?)");
 		goto done;
 	}
 	/* the objects and the index are on disk before the ref that names them */

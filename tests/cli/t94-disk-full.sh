@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The disk fills up in the middle of a run: the agent of the third
+# iteration leaves only K KiB free on a small tmpfs, for K from nothing to
+# more than an iteration writes, so that writes fail at every step ailoop
+# takes (state, logs, objects, the index, the branch). The run stops with
+# a clear error and is paused; once space is freed, one resume finishes it
+# with the history of a run that never ran short, and `git fsck --strict`
+# (reflogs included) finds nothing wrong at any point (dangling objects
+# from a commit that could not be finished are no fault).
+. "$(dirname "$0")/lib.sh"
+
+DISK=$TEST_TMP/disk
+mkdir -p "$DISK"
+mount -t tmpfs -o size=6M tmpfs "$DISK" 2>"$TEST_TMP/mount.err" ||
+	{ echo "skipped: cannot mount a tmpfs here ($(head -c 200 "$TEST_TMP/mount.err"))"; exit 77; }
+trap 'if [ "$BASHPID" = "$test_shell" ]; then cd /; umount "$DISK"; rm -rf "$TEST_TMP"; fi' EXIT
+export FILLED=$TEST_TMP/filled FILLER=$DISK/filler
+
+# count_repo DIR: a loop counting to 5 whose actuator, the first time the
+# count reaches 3, fills the disk up to $FREE_KIB KiB free
+count_repo() {
+	new_repo "$1"
+	mkdir -p "$1/.ai-loop/agents"
+	cat >"$1/.ai-loop/agents/sensor.md" <<'MD'
+---
+name: count
+command: 'c=$(cat count); echo "count $c"; test "$c" -ge 5'
+---
+MD
+	cat >"$1/.ai-loop/agents/fill.md" <<'MD'
+---
+name: increment
+command: [sh, .ai-loop/agents/fill.sh]
+---
+MD
+	cat >"$1/.ai-loop/agents/fill.sh" <<'SH'
+echo $(($(cat count) + 1)) >count
+if [ "$(cat count)" = 3 ] && [ -n "${FREE_KIB:-}" ] && [ ! -e "$FILLED" ]; then
+	touch "$FILLED"
+	avail=$(df -k --output=avail "$(dirname "$FILLER")" | tail -1)
+	[ "$avail" -le "$FREE_KIB" ] || fallocate -l $(((avail - FREE_KIB) * 1024)) "$FILLER"
+fi
+SH
+	echo 0 >"$1/count"
+	cat >"$1/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: count
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator: {strategy: direct, agent: .ai-loop/agents/fill.md}
+  termination: {max_iterations: 8}
+YAML
+	commit_all "$1"
+}
+
+count_repo "$TEST_TMP/reference"
+cd "$TEST_TMP/reference"
+run "$AILOOP" run "count to 5"
+expect_rc 0 "the reference run"
+ref_triples=$(triples "$TEST_TMP/reference")
+ref_tree=$(code_tree "$TEST_TMP/reference")
+
+short=0
+for free in 0 8 16 32 48 64 80 96 112 128 144 160 192 224 256 320; do
+	R=$DISK/repo
+	rm -rf "$R" "$FILLED" "$FILLER"
+	count_repo "$R"
+	cd "$R"
+	FREE_KIB=$free run "$AILOOP" run --quiet "count to 5"
+	if [ "$rc" -ne 0 ]; then
+		short=$((short + 1))
+		expect_eq "$rc" 70 "$free KiB left: the run stops with exit 70"
+		expect_in "$err" "No space left on device" "$free KiB left: the error says the disk is full"
+		expect_in "$out$err" "is paused" "$free KiB left: the run is paused"
+		expect_eq "$(git fsck --strict --no-dangling 2>&1)" "" "$free KiB left: git fsck --strict after the stop"
+	fi
+	rm -f "$FILLER"
+	if [ "$rc" -ne 0 ]; then
+		run "$AILOOP" resume
+		expect_rc 0 "$free KiB left: the resume once space is back finishes the run"
+	fi
+	expect_eq "$(triples "$R")" "$ref_triples" "$free KiB left: the history of a run never short"
+	expect_eq "$(code_tree "$R")" "$ref_tree" "$free KiB left: the tree of a run never short"
+	expect_eq "$(git fsck --strict --no-dangling 2>&1)" "" "$free KiB left: git fsck --strict at the end"
+	expect_eq "$(git status --porcelain)" "" "$free KiB left: nothing left uncommitted"
+	cd "$TEST_TMP"
+	rm -rf "$R"
+done
+# most of the amounts are too little for an iteration
+[ "$short" -ge 8 ] && pass || fail "the disk ran full in most runs ($short)"
+
+finish
