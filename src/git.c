@@ -506,13 +506,24 @@ static int move_head(struct al_git *g, const char *ref, const git_oid *id, const
 	return rc;
 }
 
-static bool commit_written(struct al_git *g, const git_oid *id)
+int al_git_create_commit(git_oid *id, git_repository *repo, const git_signature *author,
+			 const git_signature *committer, const char *message, const git_tree *tree,
+			 size_t nparents, const git_commit **parents)
 {
 	git_odb *odb = NULL;
-	bool there = git_repository_odb(&odb, g->repo) == 0 && git_odb_exists(odb, id);
+	bool written;
 
+	if (git_commit_create(id, repo, NULL, author, committer, NULL, message, tree, nparents,
+			      parents) < 0)
+		return -1;
+	written = git_repository_odb(&odb, repo) == 0 && git_odb_exists(odb, id);
 	git_odb_free(odb);
-	return there;
+	if (!written) {
+		git_error_set_str(GIT_ERROR_ODB, "the commit object could not be written (is the "
+				  "disk full?)");
+		return -1;
+	}
+	return 0;
 }
 
 int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir,
@@ -555,18 +566,9 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 	if (git_signature_new(&author, g->author->name, g->author->email, time(NULL), 0) < 0 ||
 	    git_signature_new(&committer, g->committer->name, g->committer->email, time(NULL),
 			      0) < 0 ||
-	    git_commit_create(&commit_oid, g->repo, NULL, author, committer, NULL, message,
-			      tree, 1, (const git_commit **)&parent) < 0) {
+	    al_git_create_commit(&commit_oid, g->repo, author, committer, message, tree, 1,
+				 (const git_commit **)&parent) < 0) {
 		rc = al_git_fail("cannot commit");
-		goto done;
-	}
-	/*
-	 * libgit2 1.5 returns success when it could not write the commit
-	 * object (a full disk): the branch must never name a missing commit
-	 */
-	if (!commit_written(g, &commit_oid)) {
-		rc = al_err(AL_ERROR, "cannot commit: the commit object could not be written "
-			    "(is the disk full?)");
 		goto done;
 	}
 	/* the objects and the index are on disk before the ref that names them */

@@ -1,5 +1,6 @@
 #include "ailoop/worktree.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/git.h"
 #include "ailoop/proc.h"
 #include "ailoop/run.h"
 #include "ailoop/strbuf.h"
@@ -518,8 +519,8 @@ static int merge_into(const char *branch, const char *message, const char *resol
 		rc = fail("cannot make the merge's signature");
 		goto done;
 	}
-	if (git_commit_create(&commit_oid, repo, NULL, sig, sig, NULL, message, tree, 2,
-			      (const git_commit *[]){ ours, theirs }) < 0) {
+	if (al_git_create_commit(&commit_oid, repo, sig, sig, message, tree, 2,
+				 (const git_commit *[]){ ours, theirs }) < 0) {
 		rc = fail("cannot commit the merge");
 		goto done;
 	}

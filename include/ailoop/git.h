@@ -13,6 +13,11 @@
 #define AL_OID_HEX 41 /* 40 hex digits and a NUL */
 
 struct al_git;
+struct git_repository;
+struct git_oid;
+struct git_signature;
+struct git_tree;
+struct git_commit;
 
 /* Opens the repository whose work tree is the current directory. */
 int al_git_open(struct al_git **out);
@@ -74,6 +79,17 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
  * changes inotify does not report here.
  */
 void al_git_watch_off(struct al_git *g);
+
+/*
+ * git_commit_create() without a ref to update, failing (a libgit2 error
+ * set) unless the commit object is in the store: libgit2 1.5 reports
+ * success when it could not write it (a full disk), and a branch must
+ * never name a missing commit.
+ */
+int al_git_create_commit(struct git_oid *id, struct git_repository *repo,
+			 const struct git_signature *author, const struct git_signature *committer,
+			 const char *message, const struct git_tree *tree, size_t nparents,
+			 const struct git_commit **parents);
 
 /*
  * Puts the work tree and the index back to the tree of commit `commit_hex`
