@@ -6,7 +6,8 @@
 # a clear error and is paused; once space is freed, one resume finishes it
 # with the history of a run that never ran short, and `git fsck --strict`
 # (reflogs included) finds nothing wrong at any point (dangling objects
-# from a commit that could not be finished are no fault).
+# from a commit that could not be finished are no fault). So does a run
+# that starts on a disk already (nearly) full.
 . "$(dirname "$0")/lib.sh"
 
 DISK=$TEST_TMP/disk
@@ -90,5 +91,30 @@ for free in 0 8 16 32 48 64 80 96 112 128 144 160 192 224 256 320; do
 done
 # most of the amounts are too little for an iteration
 [ "$short" -ge 8 ] && pass || fail "the disk ran full in most runs ($short)"
+
+# --- a disk full before the run starts: its first writes fail ---------------------------
+for free in 0 4 8 12 16 24 32 48; do
+	R=$DISK/repo
+	rm -rf "$R" "$FILLER"
+	count_repo "$R"
+	cd "$R"
+	avail=$(df -k --output=avail "$DISK" | tail -1)
+	[ "$avail" -le "$free" ] || fallocate -l $(((avail - free) * 1024)) "$FILLER"
+	touch "$FILLED" # (the agent fills nothing more)
+	run "$AILOOP" run --quiet "count to 5"
+	expect_eq "$rc" 70 "$free KiB left at the start: the run stops with exit 70"
+	expect_in "$err" "No space left on device" "$free KiB left at the start: the error says so"
+	expect_eq "$(git fsck --strict --no-dangling 2>&1)" "" "$free KiB left at the start: git fsck --strict"
+	rm -f "$FILLER"
+	run "$AILOOP" resume
+	if [ "$rc" -eq 66 ]; then # stopped before the run existed: the user runs it again
+		run "$AILOOP" run --quiet "count to 5"
+	fi
+	expect_rc 0 "$free KiB left at the start: the run finishes once space is back"
+	expect_eq "$(triples "$R")" "$ref_triples" "$free KiB left at the start: the history of a run never short"
+	expect_eq "$(git status --porcelain)" "" "$free KiB left at the start: nothing left uncommitted"
+	cd "$TEST_TMP"
+	rm -rf "$R"
+done
 
 finish
