@@ -293,16 +293,18 @@ static int stage_path(struct al_git *g, git_index *index, const char *path)
 	struct stat st;
 	size_t pos;
 	int ignored = 0, rc = 0;
+	bool gone;
 
 	base = base ? base + 1 : path;
 	if (al_git_unrecorded(path) || gitlink) {
 		/* not recorded; a gitlink: stage_gitlinks() reads its HEAD */
 	} else if (!strcmp(base, ".gitignore") && !ignores_only_more(g->repo, index, path)) {
 		rc = -1; /* what is ignored changed: only a full scan knows what that adds */
-	} else if (lstat(path, &st) < 0) {
-		if (errno != ENOENT && errno != ENOTDIR)
-			rc = -1;
-		else if (!tracked || (rc = git_index_remove_bypath(index, path)) == 0)
+	} else if ((gone = lstat(path, &st) < 0) && errno != ENOENT && errno != ENOTDIR) {
+		rc = -1;
+	} else if (gone || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode))) {
+		/* gone; or a FIFO, a socket, a device: git records none (and a FIFO's open waits) */
+		if (!tracked || (rc = git_index_remove_bypath(index, path)) == 0)
 			rc = git_index_remove_directory(index, path, 0);
 	} else if (S_ISDIR(st.st_mode)) {
 		if (tracked)
