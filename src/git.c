@@ -11,6 +11,7 @@
 #include <git2.h>
 #include <errno.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -519,8 +520,13 @@ int al_git_create_commit(git_oid *id, git_repository *repo, const git_signature 
 	written = git_repository_odb(&odb, repo) == 0 && git_odb_exists(odb, id);
 	git_odb_free(odb);
 	if (!written) {
-		git_error_set_str(GIT_ERROR_ODB, "the commit object could not be written (is the "
-				  "disk full?)");
+		struct statvfs fs;
+		bool full = statvfs(git_repository_path(repo), &fs) == 0 &&
+			    (geteuid() ? fs.f_bavail : fs.f_bfree) * fs.f_frsize < ((size_t)1 << 20);
+
+		git_error_set_str(GIT_ERROR_ODB, full ? "the commit object could not be written: "
+							"No space left on device"
+						      : "the commit object could not be written");
 		return -1;
 	}
 	return 0;

@@ -94,56 +94,49 @@ wait "$first" && rc=0 || rc=$?
 expect_eq "$rc" 0 "the first resume finishes"
 expect_eq "$(triples "$R")" "$ref_triples" "history after the contested resume"
 
+# killed_in_agent NAME: a run in $TEST_TMP/NAME killed (SIGKILL) while its
+# actuator waits on the gate; its pid, and the agent's (orphan)
+killed_in_agent() {
+	gated_repo "$1"
+	touch "$GATE"
+	rm -f "$STARTED"
+	"$AILOOP" run "fix all" >/dev/null 2>&1 &
+	pid=$!
+	wait_for "$STARTED" && pass || fail "$1: the actuator of the run to kill started"
+	orphan=$(head -1 "$STARTED")
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null
+}
+
+# resume_stops_orphan WHAT: resume stops the agent the killed run left (before
+# it starts its own), says so, and finishes the run as if nothing happened
+resume_stops_orphan() {
+	local first i=0
+	"$AILOOP" resume >"$TEST_TMP/out1" 2>"$TEST_TMP/err1" &
+	first=$!
+	while [ "$(wc -l <"$STARTED")" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	group_gone "$orphan" && pass || fail "$1: resume stopped the agent the killed run left"
+	expect_in "$(cat "$TEST_TMP/err1")" "the interrupted run left running" "$1: resume says it stopped it"
+	rm -f "$GATE"
+	wait "$first" && rc=0 || rc=$?
+	expect_eq "$rc" 0 "$1: the resume finishes"
+	expect_eq "$(triples "$R")" "$ref_triples" "$1: the history of a run never killed"
+}
+
 # --- SIGKILL of ailoop: the agent it leaves running is stopped by resume --------------
-gated_repo killed
-touch "$GATE"
-rm -f "$STARTED"
-"$AILOOP" run "fix all" >/dev/null 2>&1 &
-pid=$!
-wait_for "$STARTED" && pass || fail "the actuator of the run to kill started"
-orphan=$(head -1 "$STARTED")
-kill -KILL "$pid"
-wait "$pid" 2>/dev/null
+killed_in_agent killed
 kill -0 "$orphan" 2>/dev/null && pass || fail "the agent outlived ailoop (as it can)"
 expect_in "$(cat .ai-loop/runs/run_*/lock)" "ailoop pid $pid on " "a stale lock names the dead holder"
 run "$AILOOP" status --json
 expect_eq "$(printf '%s\n' "$out" | jq -r .locked_by)" "null" "a dead holder's lock is no lock"
-"$AILOOP" resume >"$TEST_TMP/out1" 2>"$TEST_TMP/err1" &
-first=$!
-i=0
-while [ "$(wc -l <"$STARTED")" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-group_gone "$orphan" && pass || fail "resume stopped the agent the killed run left"
-expect_in "$(cat "$TEST_TMP/err1")" "the interrupted run left running" \
-	"resume says it stopped them (the agent and its sleep)"
-rm -f "$GATE"
-wait "$first" && rc=0 || rc=$?
-expect_eq "$rc" 0 "the resume after SIGKILL finishes"
-expect_eq "$(triples "$R")" "$ref_triples" "history after SIGKILL and resume"
+resume_stops_orphan "SIGKILL"
 
 # --- SIGKILL between an agent's start and its record: resume still stops it ------------
-gated_repo unrecorded
-touch "$GATE"
-rm -f "$STARTED"
-"$AILOOP" run "fix all" >/dev/null 2>&1 &
-pid=$!
-wait_for "$STARTED" && pass || fail "the actuator of the run to kill started"
-orphan=$(head -1 "$STARTED")
-kill -KILL "$pid"
-wait "$pid" 2>/dev/null
+killed_in_agent unrecorded
 rec=$(echo .ai-loop/runs/run_*/logs/agents)
 expect_eq "$(head -c 4 "$rec")" "key " "the record holds the key the agents carry"
 sed -i 2,\$d "$rec" # the key alone: as if killed before the agent's pid was written
-"$AILOOP" resume >"$TEST_TMP/out1" 2>"$TEST_TMP/err1" &
-first=$!
-i=0
-while [ "$(wc -l <"$STARTED")" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-group_gone "$orphan" && pass || fail "resume stopped the agent the killed run did not record"
-expect_in "$(cat "$TEST_TMP/err1")" "the interrupted run left running" \
-	"resume says it stopped the unrecorded agent"
-rm -f "$GATE"
-wait "$first" && rc=0 || rc=$?
-expect_eq "$rc" 0 "the resume after SIGKILL before the record finishes"
-expect_eq "$(triples "$R")" "$ref_triples" "history after SIGKILL before the record and resume"
+resume_stops_orphan "SIGKILL before the agent's pid was recorded"
 
 # --- resume from another branch: the run's branch is checked out ----------------------
 gated_repo elsewhere
