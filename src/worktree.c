@@ -176,7 +176,15 @@ int al_worktree_ensure(const char *path, const char *name, const char *branch,
 		goto done;
 	opts.ref = ref;
 	if (git_worktree_add(&wt, repo, name, path, &opts) < 0) {
+		char *why;
+
 		rc = fail("cannot create the child's worktree");
+		/* no half-made worktree left for git to trip on (HEAD at nothing: a full disk) */
+		why = al_strdup(al_errmsg());
+		if (prune(repo, name, false) == 0 && al_remove_tree(admin) == 0)
+			al_remove_tree(path);
+		al_err(rc, "%s", why);
+		free(why);
 		goto done;
 	}
 	/* made whole: the mark says so, once all of it is on disk */

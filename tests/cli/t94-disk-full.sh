@@ -7,7 +7,8 @@
 # with the history of a run that never ran short, and `git fsck --strict`
 # (reflogs included) finds nothing wrong at any point (dangling objects
 # from a commit that could not be finished are no fault). So does a run
-# that starts on a disk already (nearly) full.
+# that starts on a disk already (nearly) full, and a parallel node whose
+# children work in worktrees (a worktree half made is not left behind).
 . "$(dirname "$0")/lib.sh"
 
 DISK=$TEST_TMP/disk
@@ -104,6 +105,45 @@ for free in 0 4 8 12 16 24 32 48; do
 	expect_rc 0 "$free KiB left at the start: the run finishes once space is back"
 	expect_eq "$(triples "$R")" "$ref_triples" "$free KiB left at the start: the history of a run never short"
 	expect_eq "$(git status --porcelain)" "" "$free KiB left at the start: nothing left uncommitted"
+	cd "$TEST_TMP"
+	rm -rf "$R"
+done
+
+# --- a parallel node in worktrees, on a disk nearly full from the start: its worktrees,
+# its children's commits and the merges run short in turn
+par_repo() {
+	new_repo "$1"
+	mkdir -p "$1/.ai-loop/agents"
+	printf 'one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n' >"$1/shared.txt"
+	cp "$FIXTURES"/worktree/edit.md "$FIXTURES"/worktree/edit.sh "$1/.ai-loop/agents/"
+	printf 'version: 1\nflow:\n  id: par\n  type: parallel\n  isolation: worktree\n  children:\n' \
+		>"$1/.ai-loop/flow.yaml"
+	for c in a:line-1-A b:line-8-B c:line-4-C; do
+		printf '    - {id: %s, skill: %s, agent: .ai-loop/agents/edit.md}\n' "${c%%:*}" "${c#*:}" \
+			>>"$1/.ai-loop/flow.yaml"
+	done
+	commit_all "$1"
+}
+for free in $(seq 0 16 320); do
+	R=$DISK/repo
+	rm -rf "$R" "$FILLER"
+	par_repo "$R"
+	cd "$R"
+	avail=$(df -k --output=avail "$DISK" | tail -1)
+	[ "$avail" -le "$free" ] || fallocate -l $(((avail - free) * 1024)) "$FILLER"
+	run "$AILOOP" run --quiet "in worktrees"
+	if [ "$rc" -ne 0 ]; then
+		expect_in "$err" "No space left on device" "parallel, $free KiB left: the error says so"
+		expect_eq "$(git fsck --strict --no-dangling 2>&1)" "" "parallel, $free KiB left: git fsck --strict after the stop"
+		rm -f "$FILLER"
+		run "$AILOOP" resume
+		[ "$rc" -ne 66 ] || run "$AILOOP" run --quiet "in worktrees"
+		expect_rc 0 "parallel, $free KiB left: the run finishes once space is back"
+	fi
+	expect_eq "$(tr '\n' , <shared.txt)" "A,two,three,C,five,six,seven,B," "parallel, $free KiB left: every child's edit is merged"
+	expect_eq "$(git worktree list | wc -l)" 1 "parallel, $free KiB left: no worktree left"
+	expect_eq "$(git fsck --strict --no-dangling 2>&1)" "" "parallel, $free KiB left: git fsck --strict at the end"
+	expect_eq "$(git status --porcelain)" "" "parallel, $free KiB left: nothing left uncommitted"
 	cd "$TEST_TMP"
 	rm -rf "$R"
 done
