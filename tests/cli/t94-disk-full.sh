@@ -18,6 +18,21 @@ mount -t tmpfs -o size=6M tmpfs "$DISK" 2>"$TEST_TMP/mount.err" ||
 trap 'if [ "$BASHPID" = "$test_shell" ]; then cd /; umount "$DISK"; rm -rf "$TEST_TMP"; fi' EXIT
 export FILLED=$TEST_TMP/filled FILLER=$DISK/filler
 
+# on_disk MAKE: a new repository $DISK/repo (R), made by MAKE, entered
+on_disk() {
+	R=$DISK/repo
+	rm -rf "$R" "$FILLED" "$FILLER"
+	"$1" "$R"
+	cd "$R"
+}
+
+# fill_to KIB: the disk filled up to KIB KiB free
+fill_to() {
+	local avail
+	avail=$(df -k --output=avail "$DISK" | tail -1)
+	[ "$avail" -le "$1" ] || fallocate -l $(((avail - $1) * 1024)) "$FILLER"
+}
+
 # count_repo DIR: a loop counting to 5 whose actuator, the first time the
 # count reaches 3, fills the disk up to $FREE_KIB KiB free
 count_repo() {
@@ -57,10 +72,7 @@ ref_tree=$(code_tree "$TEST_TMP/reference")
 
 short=0
 for free in $(seq 0 4 256); do # a page apart: every write of an iteration is the one that fails
-	R=$DISK/repo
-	rm -rf "$R" "$FILLED" "$FILLER"
-	count_repo "$R"
-	cd "$R"
+	on_disk count_repo
 	FREE_KIB=$free run "$AILOOP" run --quiet "count to 5"
 	if [ "$rc" -ne 0 ]; then
 		short=$((short + 1))
@@ -86,12 +98,8 @@ done
 
 # --- a disk full before the run starts: its first writes fail ---------------------------
 for free in 0 4 8 12 16 24 32 48; do
-	R=$DISK/repo
-	rm -rf "$R" "$FILLER"
-	count_repo "$R"
-	cd "$R"
-	avail=$(df -k --output=avail "$DISK" | tail -1)
-	[ "$avail" -le "$free" ] || fallocate -l $(((avail - free) * 1024)) "$FILLER"
+	on_disk count_repo
+	fill_to "$free"
 	touch "$FILLED" # (the agent fills nothing more)
 	run "$AILOOP" run --quiet "count to 5"
 	expect_eq "$rc" 70 "$free KiB left at the start: the run stops with exit 70"
@@ -125,12 +133,8 @@ par_repo() {
 	commit_all "$1"
 }
 for free in $(seq 0 16 320); do
-	R=$DISK/repo
-	rm -rf "$R" "$FILLER"
-	par_repo "$R"
-	cd "$R"
-	avail=$(df -k --output=avail "$DISK" | tail -1)
-	[ "$avail" -le "$free" ] || fallocate -l $(((avail - free) * 1024)) "$FILLER"
+	on_disk par_repo
+	fill_to "$free"
 	run "$AILOOP" run --quiet "in worktrees"
 	if [ "$rc" -ne 0 ]; then
 		expect_in "$err" "No space left on device" "parallel, $free KiB left: the error says so"
