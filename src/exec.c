@@ -473,7 +473,7 @@ void al_exec_watch_policy(struct al_exec *ex)
 int al_exec_run(struct al_exec *ex, struct al_result *res)
 {
 	char cwd[PATH_MAX], *logs, *cache;
-	int rc;
+	int rc, unmarked;
 
 	ex->root = al_strdup(getcwd(cwd, sizeof(cwd)) ? cwd : ".");
 	al_exec_watch_policy(ex);
@@ -524,6 +524,9 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 		free(wts);
 	}
 done:
+	/* what the run wrote last is not in a commit: durable before the mark goes */
+	if ((unmarked = al_git_unmark_restorable(ex->git)) < 0 && rc >= 0)
+		rc = unmarked;
 	al_cond_cache_free(ex->cond_cache);
 	ex->cond_cache = NULL;
 	al_memory_free(ex->memory);

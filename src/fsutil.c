@@ -47,6 +47,37 @@ int al_durable_point(void)
 	return 0;
 }
 
+static bool relaxed;
+
+void al_durable_relax(bool on)
+{
+	relaxed = on;
+}
+
+bool al_durable_relaxed(void)
+{
+	return relaxed;
+}
+
+const char *al_boot_id(void)
+{
+	static char id[64];
+	static int known = -1;
+
+	if (known < 0) {
+		int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, id, sizeof(id) - 1);
+
+		if (fd >= 0)
+			close(fd);
+		while (n > 0 && (id[n - 1] == '\n' || id[n - 1] == ' '))
+			n--;
+		id[n > 0 ? n : 0] = '\0';
+		known = n > 0;
+	}
+	return known ? id : NULL;
+}
+
 int al_write_all(int fd, const char *p, size_t len)
 {
 	while (len) {

@@ -405,36 +405,31 @@ bool al_git_below(const char *path, const char *dir)
 	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
 }
 
-int al_git_restore(struct al_git *g, const char *commit_hex, const char *keep)
+int al_git_restore_tree(struct al_git *g, git_tree *tree, const char *keep, const char *only)
 {
 	git_diff_options dopts;
 	git_checkout_options copts;
-	git_oid oid;
-	git_commit *commit = NULL;
-	git_tree *tree = NULL;
 	git_diff *diff = NULL;
-	char **paths = NULL;
+	char **paths = NULL, *spec[] = { (char *)only };
 	size_t n = 0;
 	int rc = 0;
 
-	if (!commit_hex || git_oid_fromstrn(&oid, commit_hex, strlen(commit_hex)) < 0 ||
-	    strlen(commit_hex) != GIT_OID_HEXSZ || git_commit_lookup(&commit, g->repo, &oid) < 0)
-		return al_err(AL_EINVALID, "cannot restore the tree of commit '%s': it is not a "
-			      "commit of this repository", commit_hex ? commit_hex : "");
 	/* what differs from it, tracked or not (ignored files are not the tree's) */
 	git_diff_options_init(&dopts, GIT_DIFF_OPTIONS_VERSION);
 	dopts.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS |
 		      GIT_DIFF_INCLUDE_TYPECHANGE;
-	if (git_commit_tree(&tree, commit) < 0 ||
-	    git_diff_tree_to_workdir_with_index(&diff, g->repo, tree, &dopts) < 0) {
-		rc = al_git_fail("cannot compare the work tree with the commit to restore");
-		goto done;
+	if (only) {
+		dopts.pathspec.strings = spec;
+		dopts.pathspec.count = 1;
 	}
+	if (git_diff_tree_to_workdir_with_index(&diff, g->repo, tree, &dopts) < 0)
+		return al_git_fail("cannot compare the work tree with the commit to restore");
 	paths = al_calloc(2 * git_diff_num_deltas(diff) + 1, sizeof(*paths));
 	for (size_t i = 0; i < git_diff_num_deltas(diff); i++) {
 		const git_diff_delta *d = git_diff_get_delta(diff, i);
 
-		if (keep && al_git_below(d->new_file.path, keep))
+		if ((keep && al_git_below(d->new_file.path, keep)) ||
+		    (only && !al_git_below(d->new_file.path, only)))
 			continue;
 		paths[n++] = al_strdup(d->new_file.path);
 		if (strcmp(d->old_file.path, d->new_file.path))
@@ -455,12 +450,29 @@ done:
 		free(paths[i]);
 	free(paths);
 	git_diff_free(diff);
+	return rc;
+}
+
+int al_git_restore(struct al_git *g, const char *commit_hex, const char *keep)
+{
+	git_oid oid;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	int rc;
+
+	if (!commit_hex || git_oid_fromstrn(&oid, commit_hex, strlen(commit_hex)) < 0 ||
+	    strlen(commit_hex) != GIT_OID_HEXSZ || git_commit_lookup(&commit, g->repo, &oid) < 0)
+		return al_err(AL_EINVALID, "cannot restore the tree of commit '%s': it is not a "
+			      "commit of this repository", commit_hex ? commit_hex : "");
+	if (git_commit_tree(&tree, commit) < 0)
+		rc = al_git_fail("cannot compare the work tree with the commit to restore");
+	else
+		rc = al_git_restore_tree(g, tree, keep, NULL);
 	git_tree_free(tree);
 	git_commit_free(commit);
 	return rc;
 }
 
-/* Identity from the environment, then config, then ailoop's own. */
 static int signature(git_signature **out, git_repository *repo, const char *who)
 {
 	char name_var[32], email_var[32];
@@ -567,6 +579,8 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 			rc = al_git_fail("cannot make the commit's signature");
 			goto done;
 		}
+		/* the reflog's, as git writes it: found once, not in the config at each move */
+		git_repository_set_ident(g->repo, g->committer->name, g->committer->email);
 	}
 	/* the time of each commit is its own */
 	if (git_signature_new(&author, g->author->name, g->author->email, time(NULL), 0) < 0 ||
@@ -581,12 +595,18 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 	al_durable_written();
 	if ((rc = al_durable_point()) < 0 || (rc = move_head(g, ref, &commit_oid, &tip, message)) < 0)
 		goto done;
+	/* from the run's first commit on, the run's state is in each commit */
+	if (own_dir && !g->restorable && (rc = al_git_mark_restorable(g, own_dir)) < 0)
+		goto done;
 	al_durable_written();
 	if ((rc = al_durable_point()) < 0)
 		goto done;
+	if (g->restorable)
+		al_durable_relax(true);
 	if (oid)
 		git_oid_tostr(oid, AL_OID_HEX, &commit_oid);
 	g->last = commit_oid;
+	al_git_code_id_of(g, &commit_oid, tree);
 	al_crash_point("committed"); /* before any state records the commit */
 done:
 	free(ref);

@@ -176,32 +176,47 @@ static void list_entries(struct al_strbuf *out, const git_tree *tree, const char
 	}
 }
 
-int al_git_code_id(struct al_git *g, char hex[65])
+void al_git_code_id_of(struct al_git *g, const git_oid *commit, const git_tree *tree)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
-	git_object *obj = NULL;
-	git_tree *tree = NULL, *own = NULL;
+	git_tree *own = NULL;
 	const git_tree_entry *e;
-	int rc = 0;
 
-	if (git_revparse_single(&obj, g->repo, "HEAD") < 0 ||
-	    git_object_peel((git_object **)&tree, obj, GIT_OBJECT_TREE) < 0) {
-		rc = al_err(AL_ENOTFOUND, "no commit at HEAD");
-		goto done;
-	}
 	list_entries(&sb, tree, "", ".ai-loop");
 	e = git_tree_entry_byname(tree, ".ai-loop");
 	if (e && git_tree_entry_type(e) == GIT_OBJECT_TREE &&
 	    git_tree_lookup(&own, g->repo, git_tree_entry_id(e)) == 0)
 		list_entries(&sb, own, ".ai-loop/", "runs");
-	al_sha256_hex(sb.buf ? sb.buf : "", sb.len, hex);
-done:
+	al_sha256_hex(sb.buf ? sb.buf : "", sb.len, g->code_hex);
+	g->code_commit = *commit;
+	g->code_known = true;
 	al_strbuf_release(&sb);
 	git_tree_free(own);
-	git_tree_free(tree);
-	git_object_free(obj);
-	return rc;
 }
+
+int al_git_code_id(struct al_git *g, char hex[65])
+{
+	git_oid head;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+
+	if (git_reference_name_to_id(&head, g->repo, "HEAD") < 0)
+		return al_err(AL_ENOTFOUND, "no commit at HEAD");
+	/* asked at every step of a loop: the commit just made is known */
+	if (!g->code_known || !git_oid_equal(&head, &g->code_commit)) {
+		if (git_commit_lookup(&commit, g->repo, &head) < 0 ||
+		    git_commit_tree(&tree, commit) < 0) {
+			git_commit_free(commit);
+			return al_err(AL_ENOTFOUND, "no commit at HEAD");
+		}
+		al_git_code_id_of(g, &head, tree);
+		git_tree_free(tree);
+		git_commit_free(commit);
+	}
+	memcpy(hex, g->code_hex, 65);
+	return 0;
+}
+
 static void push_name(char ***names, size_t *n, size_t *alloc, const char *name)
 {
 	AL_GROW(*names, *n, *alloc);

@@ -41,6 +41,15 @@ struct al_git {
 		bool there;
 	} ignores[2];
 	bool ignores_known;
+	/*
+	 * The mark that the run's state can be restored from HEAD after a
+	 * restart is on disk (git_restart.c), for the run in this directory.
+	 */
+	bool restorable;
+	/* al_git_code_id() of a commit, kept: asked at each step */
+	git_oid code_commit;
+	char code_hex[65];
+	bool code_known;
 };
 
 /* An error from libgit2's last one, `what` first: AL_ERROR. */
@@ -58,6 +67,23 @@ bool al_git_unrecorded(const char *path);
  * commit left it) and writes the index.
  */
 int al_git_stage_all(struct al_git *g, git_index *index, const char *own_dir, bool head_ours);
+
+/* Keeps al_git_code_id() of `commit`, whose tree is `tree`. */
+void al_git_code_id_of(struct al_git *g, const git_oid *commit, const git_tree *tree);
+
+/*
+ * Makes the work tree like `tree` where it differs (untracked files too,
+ * not ignored ones), but for the paths below `keep`, or only below `only`
+ * (either may be NULL).
+ */
+int al_git_restore_tree(struct al_git *g, git_tree *tree, const char *keep, const char *only);
+
+/*
+ * Marks (on disk, durable at the next point) that HEAD now holds the
+ * state of the run in `own_dir`: a restart before the mark is taken away
+ * (al_git_unmark_restorable) restores the run's files from HEAD.
+ */
+int al_git_mark_restorable(struct al_git *g, const char *own_dir);
 
 /*
  * A run's first commit may trust a watch too: al_git_watch_early() starts

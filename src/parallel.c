@@ -244,6 +244,8 @@ static void kid_main(struct al_node_run *nr, size_t k, int msg_fd, pid_t parent)
 	ex->commits_since = nr->st.base_commit;
 	ex->commits = 0;
 	rc = isolated(nr->n) ? enter_worktree(ex, c) : 0;
+	if (ex->isolated) /* its commits do not carry the run's state (git.h) */
+		al_durable_relax(false);
 	ex->agents_file = agents_record(ex, c);
 	al_memory_free(ex->memory);
 	al_cond_cache_free(ex->cond_cache);
@@ -850,6 +852,9 @@ int al_parallel_run(struct al_exec *ex, const struct al_node *n, const char *tas
 		}
 		free(branch);
 	}
+	/* the children's state goes into no commit of HEAD's until they are merged */
+	if (rc == 0 && isolated(n) && !ex->isolated)
+		rc = al_git_unmark_restorable(ex->git);
 	while (!done && rc == 0) {
 		if (al_signals_count()) {
 			rc = AL_EINTR;

@@ -48,11 +48,22 @@ void al_rewritten_clear(void);
  * The durable points: what ailoop wrote since the last one (its files, the
  * objects and index of a commit) reaches the disk in one syncfs(2) of the
  * repository's filesystem, instead of an fsync of each file and directory.
- * They come before each agent starts, on both sides of a commit's ref
- * update, and before ailoop exits. AILOOP_FSYNC=0 skips them (tests).
+ * They come on both sides of a commit's ref update, before ailoop exits,
+ * and before each agent starts unless the points are relaxed.
+ * AILOOP_FSYNC=0 skips them (tests).
  */
 void al_durable_written(void);
 int al_durable_point(void);
+/*
+ * Relaxed: what ailoop writes between two commits is the run's state the
+ * next commit carries, and after a restart of the machine the run's files
+ * are restored from the last commit (al_git_recover_restart), so a power
+ * loss may lose or tear them: an agent's start needs no durable point.
+ */
+void al_durable_relax(bool on);
+bool al_durable_relaxed(void);
+/* This boot of the machine (Linux's boot_id), NULL where it cannot be told. */
+const char *al_boot_id(void);
 /*
  * Appends one record with a single write(2) to `path`, opened (O_APPEND)
  * into *fd on first use and kept open, so that a log written at every

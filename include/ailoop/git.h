@@ -101,6 +101,24 @@ int al_git_create_commit(struct git_oid *id, struct git_repository *repo,
 int al_git_restore(struct al_git *g, const char *commit_hex, const char *keep);
 
 /*
+ * A restart of the machine (a power loss) while a run was between two
+ * commits may leave its files torn or older than what ailoop wrote last,
+ * and without a durable point before each agent starts (fsutil.h) that
+ * is allowed: the run's first commit marks that HEAD holds its state
+ * (<git-dir>/ailoop-restorable: this boot, the run's directory), and
+ * al_git_recover_restart(), as run and resume take the work tree's lock,
+ * finds the mark of an earlier boot and restores the run's files from
+ * HEAD, as a kill just after that commit would have left them. The mark
+ * of this boot (a killed ailoop's) is only taken away, once what the
+ * killed process wrote is durable. al_git_unmark_restorable(): the
+ * state written from now on is not in the next commit (the run pauses
+ * or ends, or a parallel node's children write it in their worktrees),
+ * so it is made durable, and the mark taken away, first.
+ */
+int al_git_recover_restart(struct al_git *g);
+int al_git_unmark_restorable(struct al_git *g);
+
+/*
  * An identity of the code at HEAD: the hash of its tree's entries but
  * ailoop's runs (.ai-loop/runs/), which every commit changes. Equal ids,
  * the same files: what a cached condition result was computed on.

@@ -174,6 +174,9 @@ int al_cli_lock_worktree(struct al_git *git, int *fd)
 	if (rc == AL_ELOCKED)
 		return al_cli_fail(AL_EXIT_TEMPFAIL, "%s: wait for it to end, or stop it",
 				   al_errmsg());
+	/* the first to look at the work tree after a restart: a run's files first */
+	if (rc == 0)
+		rc = al_git_recover_restart(git);
 	return rc < 0 ? al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg()) : 0;
 }
 
