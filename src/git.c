@@ -473,6 +473,7 @@ int al_git_restore(struct al_git *g, const char *commit_hex, const char *keep)
 	return rc;
 }
 
+/* Identity from the environment, then config, then ailoop's own. */
 static int signature(git_signature **out, git_repository *repo, const char *who)
 {
 	char name_var[32], email_var[32];

@@ -17,31 +17,7 @@
 T=$TEST_TMP
 loop_repo "$T/template" x
 scripted_agents "$T/template" action
-cat >"$T/template/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-flow:
-  id: main
-  type: sequence
-  children:
-    - {id: first, skill: first}
-    - id: rounds
-      type: loop
-      max_iterations: 2
-      condition: {type: file_exists, path: "b-*.txt"}
-      children:
-        - id: par
-          type: parallel
-          isolation: shared # (t68 is the kill test of children in worktrees)
-          children:
-            - {id: a, skill: a}
-            - {id: b, skill: b}
-            - id: fix
-              type: loop
-              controller: builtin:all-pass
-              sensors: [.ai-loop/agents/sensor.md]
-              actuator: {strategy: direct, agent: .ai-loop/agents/fixer.md}
-    - {id: last, skill: last}
-YAML
+parallel_rounds "$T/template" # (t68 is the kill test of children in worktrees)
 # every action writes a file of its own, the same each time it runs
 cat >"$T/plan" <<'PLAN'
 creates "$skill-$AILOOP_ITERATION.txt"
