@@ -26,6 +26,13 @@ slurm_stop() {
 	return 0
 }
 
+# expect_queue_drained WHAT: squeue empties within 10 s. A job that was
+# cancelled lists as completing for a moment after its srun has exited.
+expect_queue_drained() {
+	for _ in $(seq 100); do [ -z "$(squeue -h)" ] && break; sleep 0.1; done
+	expect_eq "$(squeue -h | wc -l)" 0 "squeue is empty after $1"
+}
+
 # A TCP port nobody listens on, from 20000 up, past `after`.
 slurm_free_port() {
 	local p=$(( ${1:-20000} + 1 + RANDOM % 200 ))

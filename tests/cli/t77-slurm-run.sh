@@ -45,7 +45,7 @@ expect_eq "$(grep -c '"event":"slurm_step"' <<<"$events")" 7 \
 expect_in "$events" '"role":"actuator","name":null,"job":' "the event records the actuator's job id"
 expect_eq "$(ls .ai-loop/runs/run_*/logs/slurm | wc -l)" 0 "no step file left after the run"
 expect_eq "$(git log --name-only --format= main..HEAD | grep -c /slurm/)" 0 "no step file in history"
-expect_eq "$(squeue -h | wc -l)" 0 "squeue is empty after the run"
+expect_queue_drained "the run"
 run git fsck --strict
 expect_rc 0 "fsck after a run on slurm"
 check_history "$R"
@@ -78,14 +78,13 @@ kill -INT "$pid"
 wait "$pid" && rc=0 || rc=$?
 expect_eq "$rc" 3 "SIGINT exits 3 (paused)"
 expect_in "$(cat .ai-loop/runs/run_*/run-state.md)" "status: paused" "run-state says paused"
-for _ in $(seq 100); do [ -z "$(squeue -h)" ] && break; sleep 0.1; done
-expect_eq "$(squeue -h | wc -l)" 0 "squeue is empty after the interruption"
+expect_queue_drained "the interruption"
 expect_in "$(cat .ai-loop/runs/run_*/events.jsonl)" '"end":"cancelled"' "the step is recorded as cancelled"
 rm -f "$GATE"
 run "$AILOOP" resume
 expect_rc 0 "resume after SIGINT"
 expect_eq "$(cat todo.txt)" "" "the resumed run finished the work"
-expect_eq "$(squeue -h | wc -l)" 0 "squeue is empty after the resumed run"
+expect_queue_drained "the resumed run"
 check_history "$R"
 
 # --- an agent's timeout cancels its step -------------------------------------------------
@@ -106,8 +105,7 @@ rm -f "$STARTED"
 run "$AILOOP" run "too slow"
 expect_rc 1 "a timed-out agent on slurm is an agent error"
 expect_in "$err" "did not finish in time and was stopped" "the timeout is reported"
-for _ in $(seq 100); do [ -z "$(squeue -h)" ] && break; sleep 0.1; done
-expect_eq "$(squeue -h | wc -l)" 0 "squeue is empty after the timeout"
+expect_queue_drained "the timeout"
 expect_in "$(cat .ai-loop/runs/run_*/events.jsonl)" '"end":"timed out"' "the step is recorded as timed out"
 expect_in "$(cat .ai-loop/runs/run_*/events.jsonl)" '"role":"actuator","name":null,"job":' \
 	"the timed-out step's job id is recorded"
@@ -145,7 +143,7 @@ expect_rc 0 "resume after SIGKILL"
 expect_in "$err" "cancelled 1 slurm job the interrupted run left running" "resume cancels the job left"
 expect_eq "$(squeue -h -j "$job" 2>/dev/null | wc -l)" 0 "the job left is gone"
 expect_eq "$(cat todo.txt)" "" "the resumed run finished the work"
-expect_eq "$(squeue -h | wc -l)" 0 "squeue is empty after the resumed run"
+expect_queue_drained "the resumed run"
 check_history "$R"
 
 finish

@@ -67,7 +67,7 @@ expect_in "$(cat "$TEST_TMP/err")" "running it once more" "progress says it runs
 expect_eq "$(triples "$R")" "$ref_triples" "same commits as without the kill"
 expect_in "$(cat .ai-loop/runs/run_*/events.jsonl)" "\"job\":$job,\"end\":\"failed by slurm\"" \
 	"the killed step is recorded as failed by slurm"
-expect_eq "$(squeue -h | wc -l)" 0 "squeue is empty after the run"
+expect_queue_drained "the run"
 check_history "$R"
 
 # --- Slurm ends it twice: an agent error ----------------------------------------------
@@ -87,7 +87,7 @@ expect_in "$(cat "$TEST_TMP/err")" "Slurm ended its step again after one retry" 
 expect_in "$(cat "$TEST_TMP/err")" "CANCELLED AT" "the error quotes slurmstepd's reason"
 expect_eq "$(wc -l <"$STARTED")" 2 "the step ran twice, not more"
 expect_in "$(cat .ai-loop/runs/run_*/run-state.md)" "status: error" "the run ended in an agent error"
-expect_eq "$(squeue -h | wc -l)" 0 "squeue is empty after the error"
+expect_queue_drained "the error"
 check_history "$R"
 
 # --- the agent's own failure is not slurm's: no retry ----------------------------------

@@ -165,7 +165,7 @@ expect_eq "$(triples "$R" | sort)" "$ref_commits" "the same commits on slurm as 
 expect_eq "$(code_tree "$R" | grep -v flow.yaml)" "$ref_tree" "the same tree on slurm as locally"
 expect_eq "$(grep -c '"event":"slurm_step"' .ai-loop/runs/run_*/events.jsonl)" 4 \
 	"each child's agent ran as a slurm step"
-expect_eq "$(squeue -h | wc -l)" 0 "squeue is empty after the parallel run"
+expect_queue_drained "the parallel run"
 check_history "$R"
 
 # the same with each child in its own worktree, merged back
@@ -181,7 +181,7 @@ expect_eq "$(code_tree "$R" | grep -v flow.yaml)" "$ref_tree" "worktrees: the sa
 expect_eq "$(git ls-tree --name-only ai-loop/write-in-parallel--w3 | grep out-)" "out-w3.txt" \
 	"worktrees: a child's step wrote in its own worktree, committed on its branch"
 expect_eq "$(git worktree list | wc -l)" 1 "worktrees: none left after the run"
-expect_eq "$(squeue -h | wc -l)" 0 "worktrees: squeue is empty after the run"
+expect_queue_drained "the run in worktrees"
 check_history "$R"
 
 # a conflict's resolver runs as a slurm step too, in its own worktree
@@ -221,6 +221,6 @@ expect_eq "$(cat "$RV/resolver-cwd")" "$(cd .ai-loop/runs/run_* && pwd)/worktree
 	fail "the resolver ran as a slurm job ($(cat "$RV/resolver-job"))"
 expect_eq "$(grep -c '"event":"slurm_step"' .ai-loop/runs/run_*/events.jsonl)" 3 \
 	"the children's and the resolver's agents ran as slurm steps"
-expect_eq "$(squeue -h | wc -l)" 0 "squeue is empty after the run"
+expect_queue_drained "the run"
 
 finish
