@@ -5,6 +5,7 @@
  */
 #include "git_repo.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/run.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 #include "ailoop/watch.h"
@@ -280,11 +281,12 @@ static bool ignores_only_more(git_repository *repo, git_index *index, const char
  * staged, each as the status pass would: gone (a file, or a directory and
  * all below it) is removed; a file (or symbolic link) is added if tracked
  * or not ignored, after any directory it replaced; a directory replaces a
- * file, its contents coming as paths of their own. Anything unusual (a
- * .gitignore that may ignore less, an error) fails, and the full scan
- * follows.
+ * file, its contents coming as paths of their own. A file of the run in
+ * `own_dir` is added whatever the ignore rules say, as stage_own_files()
+ * adds it. Anything unusual (a .gitignore that may ignore less, an error)
+ * fails, and the full scan follows.
  */
-static int stage_path(struct al_git *g, git_index *index, const char *path)
+static int stage_path(struct al_git *g, git_index *index, const char *own_dir, const char *path)
 {
 	const git_index_entry *e = git_index_get_bypath(index, path, 0);
 	bool tracked = e != NULL, gitlink = e && e->mode == GIT_FILEMODE_COMMIT;
@@ -310,11 +312,13 @@ static int stage_path(struct al_git *g, git_index *index, const char *path)
 		if (tracked)
 			rc = git_index_remove_bypath(index, path);
 	} else {
+		bool own = own_dir && S_ISREG(st.st_mode) && al_git_below(path, own_dir);
+
 		if (git_index_find_prefix(&pos, index, dir) == 0)
 			rc = git_index_remove_directory(index, path, 0);
-		if (rc == 0 && !tracked)
+		if (rc == 0 && !tracked && !own)
 			rc = git_ignore_path_is_ignored(&ignored, g->repo, path);
-		if (rc == 0 && (tracked || !ignored)) {
+		if (rc == 0 && (tracked || own || !ignored)) {
 			if (!al_starts_with(path, ".ai-loop/runs/"))
 				rc = git_index_add_bypath(index, path);
 			else if (stat_differs(git_index_get_bypath(index, path, 0), &st))
@@ -343,20 +347,29 @@ static int stage_skipped(struct al_git *g, git_index *index)
 	return rc;
 }
 
+/*
+ * The run's own files come in the watch's list like any other (its
+ * directories are watched whatever is ignored: watch_skip), so a commit
+ * costs what changed, not a walk of every node's files the run has.
+ */
 static int stage_paths(struct al_git *g, git_index *index, const char *own_dir, char **paths,
 		       size_t n)
 {
 	size_t staged = 0;
-	int rc = own_dir ? stage_own_files(index, g->repo, own_dir) : 0;
+	int rc = 0;
 
 	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = stage_path(g, index, paths[i]);
+		rc = stage_path(g, index, own_dir, paths[i]);
 	if (rc == 0)
 		rc = stage_skipped(g, index);
 	return rc < 0 ? rc : stage_gitlinks(index, &staged);
 }
 
-/* The watch leaves alone agents' logs, and ignored directories that hold no tracked file. */
+/*
+ * The watch leaves alone agents' logs, parallel children's worktrees, and
+ * ignored directories that hold no tracked file, except the runs' own,
+ * whose files are committed whatever is ignored.
+ */
 static bool watch_skip(const char *rel, void *data)
 {
 	struct al_git *g = data;
@@ -367,8 +380,10 @@ static bool watch_skip(const char *rel, void *data)
 	int ignored = 0;
 	bool skip;
 
-	if (al_starts_with(rel, ".ai-loop/runs/") && base && !strcmp(base + 1, "logs"))
-		return true;
+	if (al_starts_with(rel, AL_RUNS_DIR "/"))
+		return base && (!strcmp(base + 1, "logs") || !strcmp(base + 1, "worktrees"));
+	if (al_git_below(AL_RUNS_DIR, rel))
+		return false; /* .ai-loop, .ai-loop/runs: the way to them */
 	dir = al_xprintf("%s/", rel);
 	skip = git_ignore_path_is_ignored(&ignored, g->repo, dir) == 0 && ignored &&
 	       git_repository_index(&index, g->repo) == 0 &&

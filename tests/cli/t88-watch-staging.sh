@@ -97,4 +97,33 @@ expect_eq "$(grep -o 'staging: .*' <<<"$err" | sed -n 2p)" "staging: full scan" 
 expect_eq "$(git log --format=%s -- global-1 | sed 's/ — .*//')" "ai-loop[mutate]: iteration 1" \
 	"a file core.excludesFile no longer ignores: recorded"
 
+# .gitignore ignores the runs: their files are committed all the same, by
+# a watched commit as by a full scan (each commit's run files, and the
+# sensor's reading in them), and the watch stays trusted
+own_files() {
+	local c
+	for c in $(git -C "$1" rev-list --reverse HEAD); do
+		echo "== $(git -C "$1" log -1 --format=%s "$c" | sed 's/^ai-loop\[[^]]*\]//; s/ — .*//')"
+		git -C "$1" ls-tree -r --name-only "$c" -- .ai-loop/runs | sed 's/run_[0-9_]*/RUN/'
+		git -C "$1" grep -h '^at ' "$c" -- .ai-loop/runs
+	done
+}
+STEPS=3
+for r in runs-watched runs-scanned; do
+	watch_project $r
+	printf '.ai-loop/runs/\n' >>.gitignore && git commit -q -am "the runs are ignored"
+	if [ $r = runs-watched ]; then
+		run "$AILOOP" run "mutate the tree"
+		ways=$(grep -o 'staging: .*' <<<"$err" | sed 's/staging: watched/w/; s/staging: full scan/f/' | tr -d '\n')
+	else
+		AILOOP_WATCH=0 run "$AILOOP" run "mutate the tree"
+	fi
+	expect_rc 0 "ignored runs, $r: the run completes"
+	expect_eq "$(git status --porcelain)" "" "ignored runs, $r: the last commit holds the run's files"
+done
+expect_eq "$ways" fwwww "ignored runs: the watch stages every commit after the first (the runs' .gitignore, ignored itself, is new)"
+expect_in "$(own_files "$TEST_TMP/runs-watched")" "at 3" "ignored runs: the sensor's readings are committed"
+diff <(own_files "$TEST_TMP/runs-watched") <(own_files "$TEST_TMP/runs-scanned") >"$TEST_TMP/diff" &&
+	pass || { fail "ignored runs: the watched commits hold the run's files a full scan's hold"; head -40 "$TEST_TMP/diff" >&2; }
+
 finish
