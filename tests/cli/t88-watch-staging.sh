@@ -26,6 +26,18 @@ scanned_err=$err
 
 diff <(trees "$TEST_TMP/watched") <(trees "$TEST_TMP/scanned") >"$TEST_TMP/diff" &&
 	pass || { fail "watched commits: the same trees as a full scan's"; head -40 "$TEST_TMP/diff" >&2; }
+# own_files DIR: each ailoop commit's files of the run (its id aside), and
+# the sensor's reading in them
+own_files() {
+	local c
+	for c in $(git -C "$1" rev-list --reverse HEAD); do
+		echo "== $(git -C "$1" log -1 --format=%s "$c" | sed 's/^ai-loop\[[^]]*\]//; s/ — .*//')"
+		git -C "$1" ls-tree -r --name-only "$c" -- .ai-loop/runs | sed 's/run_[0-9_]*/RUN/'
+		git -C "$1" grep -h '^at ' "$c" -- .ai-loop/runs
+	done
+}
+diff <(own_files "$TEST_TMP/watched") <(own_files "$TEST_TMP/scanned") >"$TEST_TMP/diff" &&
+	pass || { fail "watched commits: the same files of the run as a full scan's"; head -40 "$TEST_TMP/diff" >&2; }
 expect_eq "$(git -C "$TEST_TMP/watched" rev-list --count HEAD)" \
 	"$(git -C "$TEST_TMP/scanned" rev-list --count HEAD)" "watched commits: as many as a full scan's"
 for r in watched scanned; do
@@ -98,16 +110,7 @@ expect_eq "$(git log --format=%s -- global-1 | sed 's/ — .*//')" "ai-loop[muta
 	"a file core.excludesFile no longer ignores: recorded"
 
 # .gitignore ignores the runs: their files are committed all the same, by
-# a watched commit as by a full scan (each commit's run files, and the
-# sensor's reading in them), and the watch stays trusted
-own_files() {
-	local c
-	for c in $(git -C "$1" rev-list --reverse HEAD); do
-		echo "== $(git -C "$1" log -1 --format=%s "$c" | sed 's/^ai-loop\[[^]]*\]//; s/ — .*//')"
-		git -C "$1" ls-tree -r --name-only "$c" -- .ai-loop/runs | sed 's/run_[0-9_]*/RUN/'
-		git -C "$1" grep -h '^at ' "$c" -- .ai-loop/runs
-	done
-}
+# a watched commit as by a full scan, and the watch stays trusted
 STEPS=3
 for r in runs-watched runs-scanned; do
 	watch_project $r
