@@ -9,6 +9,7 @@
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 #include "ailoop/watch.h"
+#include "ailoop/worktree.h"
 
 #include <git2.h>
 #include <dirent.h>
@@ -87,8 +88,12 @@ static bool stat_differs(const git_index_entry *e, const struct stat *st)
 	       e->ino != (uint32_t)st->st_ino;
 }
 
-/* Stages the files ailoop wrote under `dir` (recursively), lock files aside. */
-static int stage_own_files(git_index *index, git_repository *repo, const char *dir)
+/*
+ * Stages the files ailoop wrote under `dir` (recursively), lock files and
+ * agents' logs aside, and at the run's top (`top`) its parallel children's
+ * worktrees.
+ */
+static int stage_own_files(git_index *index, git_repository *repo, const char *dir, bool top)
 {
 	struct dirent *de;
 	DIR *d = opendir(dir);
@@ -105,8 +110,8 @@ static int stage_own_files(git_index *index, git_repository *repo, const char *d
 		al_strbuf_addf(&path, "%s/%s", dir, de->d_name);
 		if (lstat(path.buf, &st) == 0) {
 			if (S_ISDIR(st.st_mode) && strcmp(de->d_name, "logs") &&
-			    strcmp(de->d_name, "worktrees")) /* parallel children's */
-				rc = stage_own_files(index, repo, path.buf);
+			    !(top && !strcmp(de->d_name, AL_WORKTREES_DIR)))
+				rc = stage_own_files(index, repo, path.buf, false);
 			else if (S_ISREG(st.st_mode) && !al_git_unrecorded(path.buf) &&
 				 stat_differs(git_index_get_bypath(index, path.buf, 0), &st))
 				rc = add_own_file(index, repo, path.buf);
@@ -203,7 +208,7 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 	git_status_list *list = NULL;
 	int rc = 0;
 
-	if (own_dir && ((rc = stage_own_files(index, repo, own_dir)) < 0 ||
+	if (own_dir && ((rc = stage_own_files(index, repo, own_dir, true)) < 0 ||
 			(rc = git_index_write(index)) < 0))
 		return rc;
 	*staged = 0;
@@ -380,8 +385,10 @@ static bool watch_skip(const char *rel, void *data)
 	int ignored = 0;
 	bool skip;
 
-	if (al_starts_with(rel, AL_RUNS_DIR "/"))
-		return base && (!strcmp(base + 1, "logs") || !strcmp(base + 1, "worktrees"));
+	if (al_starts_with(rel, AL_RUNS_DIR "/")) /* a run's worktrees are at its top */
+		return base && (!strcmp(base + 1, "logs") ||
+				(!strcmp(base + 1, AL_WORKTREES_DIR) &&
+				 strchr(rel + sizeof(AL_RUNS_DIR), '/') == base));
 	if (al_git_below(AL_RUNS_DIR, rel))
 		return false; /* .ai-loop, .ai-loop/runs: the way to them */
 	dir = al_xprintf("%s/", rel);

@@ -129,4 +129,19 @@ expect_in "$(own_files "$TEST_TMP/runs-watched")" "at 3" "ignored runs: the sens
 diff <(own_files "$TEST_TMP/runs-watched") <(own_files "$TEST_TMP/runs-scanned") >"$TEST_TMP/diff" &&
 	pass || { fail "ignored runs: the watched commits hold the run's files a full scan's hold"; head -40 "$TEST_TMP/diff" >&2; }
 
+# a node named as a run's worktrees directory is a node like any other:
+# its files are committed, watched as scanned
+STEPS=2
+for r in wt-watched wt-scanned; do
+	watch_project $r
+	sed -i 's/^  id: mutate$/  id: worktrees/' .ai-loop/flow.yaml && git commit -q -am "the node is worktrees"
+	if [ $r = wt-watched ]; then run "$AILOOP" run "mutate the tree"; else AILOOP_WATCH=0 run "$AILOOP" run "mutate the tree"; fi
+	expect_rc 0 "a node named worktrees, $r: the run completes"
+	expect_eq "$(git status --porcelain)" "" "a node named worktrees, $r: the last commit holds the run's files"
+done
+expect_in "$(own_files "$TEST_TMP/wt-watched")" "RUN/nodes/worktrees/sensor-steps-output.md" \
+	"a node named worktrees: its files are committed"
+diff <(own_files "$TEST_TMP/wt-watched") <(own_files "$TEST_TMP/wt-scanned") >"$TEST_TMP/diff" &&
+	pass || { fail "a node named worktrees: the watched commits hold its files as a full scan's"; head -40 "$TEST_TMP/diff" >&2; }
+
 finish
