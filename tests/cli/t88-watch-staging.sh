@@ -109,39 +109,39 @@ expect_eq "$(grep -o 'staging: .*' <<<"$err" | sed -n 2p)" "staging: full scan" 
 expect_eq "$(git log --format=%s -- global-1 | sed 's/ — .*//')" "ai-loop[mutate]: iteration 1" \
 	"a file core.excludesFile no longer ignores: recorded"
 
-# .gitignore ignores the runs: their files are committed all the same, by
-# a watched commit as by a full scan, and the watch stays trusted
-STEPS=3
-for r in runs-watched runs-scanned; do
-	watch_project $r
-	printf '.ai-loop/runs/\n' >>.gitignore && git commit -q -am "the runs are ignored"
-	if [ $r = runs-watched ]; then
-		run "$AILOOP" run "mutate the tree"
-		ways=$(grep -o 'staging: .*' <<<"$err" | sed 's/staging: watched/w/; s/staging: full scan/f/' | tr -d '\n')
-	else
-		AILOOP_WATCH=0 run "$AILOOP" run "mutate the tree"
-	fi
-	expect_rc 0 "ignored runs, $r: the run completes"
-	expect_eq "$(git status --porcelain)" "" "ignored runs, $r: the last commit holds the run's files"
-done
-expect_eq "$ways" fwwww "ignored runs: the watch stages every commit after the first (the runs' .gitignore, ignored itself, is new)"
-expect_in "$(own_files "$TEST_TMP/runs-watched")" "at 3" "ignored runs: the sensor's readings are committed"
-diff <(own_files "$TEST_TMP/runs-watched") <(own_files "$TEST_TMP/runs-scanned") >"$TEST_TMP/diff" &&
-	pass || { fail "ignored runs: the watched commits hold the run's files a full scan's hold"; head -40 "$TEST_TMP/diff" >&2; }
+# both_ways WHAT SETUP: the project changed by SETUP, run watched
+# ($TEST_TMP/WHAT-watched, how each commit staged in $ways) and with a full
+# scan per commit ($TEST_TMP/WHAT-scanned); each must end with the run's
+# files in its last commit, and the two commit the same files of the run
+both_ways() {
+	local r
+	for r in "$1-watched" "$1-scanned"; do
+		watch_project "$r"
+		eval "$2" && git commit -q -am "$1"
+		if [ "$r" = "$1-watched" ]; then
+			run "$AILOOP" run "mutate the tree"
+			ways=$(grep -o 'staging: .*' <<<"$err" | sed 's/staging: watched/w/; s/staging: full scan/f/' | tr -d '\n')
+		else
+			AILOOP_WATCH=0 run "$AILOOP" run "mutate the tree"
+		fi
+		expect_rc 0 "$r: the run completes"
+		expect_eq "$(git status --porcelain)" "" "$r: the last commit holds the run's files"
+	done
+	diff <(own_files "$TEST_TMP/$1-watched") <(own_files "$TEST_TMP/$1-scanned") >"$TEST_TMP/diff" &&
+		pass || { fail "$1: the watched commits hold the run's files a full scan's hold"; head -40 "$TEST_TMP/diff" >&2; }
+}
 
-# a node named as a run's worktrees directory is a node like any other:
-# its files are committed, watched as scanned
+# .gitignore ignores the runs: their files are committed all the same, and
+# the watch stays trusted
+STEPS=3
+both_ways ignored-runs "printf '.ai-loop/runs/\n' >>.gitignore"
+expect_eq "$ways" fwwww "ignored runs: the watch stages every commit after the first (the runs' .gitignore, ignored itself, is new)"
+expect_in "$(own_files "$TEST_TMP/ignored-runs-watched")" "at 3" "ignored runs: the sensor's readings are committed"
+
+# a node named as a run's worktrees directory is a node like any other
 STEPS=2
-for r in wt-watched wt-scanned; do
-	watch_project $r
-	sed -i 's/^  id: mutate$/  id: worktrees/' .ai-loop/flow.yaml && git commit -q -am "the node is worktrees"
-	if [ $r = wt-watched ]; then run "$AILOOP" run "mutate the tree"; else AILOOP_WATCH=0 run "$AILOOP" run "mutate the tree"; fi
-	expect_rc 0 "a node named worktrees, $r: the run completes"
-	expect_eq "$(git status --porcelain)" "" "a node named worktrees, $r: the last commit holds the run's files"
-done
-expect_in "$(own_files "$TEST_TMP/wt-watched")" "RUN/nodes/worktrees/sensor-steps-output.md" \
+both_ways worktrees-node "sed -i 's/^  id: mutate\$/  id: worktrees/' .ai-loop/flow.yaml"
+expect_in "$(own_files "$TEST_TMP/worktrees-node-watched")" "RUN/nodes/worktrees/sensor-steps-output.md" \
 	"a node named worktrees: its files are committed"
-diff <(own_files "$TEST_TMP/wt-watched") <(own_files "$TEST_TMP/wt-scanned") >"$TEST_TMP/diff" &&
-	pass || { fail "a node named worktrees: the watched commits hold its files as a full scan's"; head -40 "$TEST_TMP/diff" >&2; }
 
 finish
