@@ -89,11 +89,21 @@ static bool stat_differs(const git_index_entry *e, const struct stat *st)
 }
 
 /*
- * Stages the files ailoop wrote under `dir` (recursively), lock files and
- * agents' logs aside, and at the run's top (`top`) its parallel children's
- * worktrees.
+ * Whether `rel`, a directory under the runs, holds none of a run's files:
+ * agents' logs (at any depth), or a run's parallel children's worktrees
+ * (at its top: below, a node may be named so).
  */
-static int stage_own_files(git_index *index, git_repository *repo, const char *dir, bool top)
+static bool not_run_files(const char *rel)
+{
+	const char *base = strrchr(rel, '/');
+
+	return al_starts_with(rel, AL_RUNS_DIR "/") && base &&
+	       (!strcmp(base + 1, "logs") || (!strcmp(base + 1, AL_WORKTREES_DIR) &&
+					      strchr(rel + sizeof(AL_RUNS_DIR), '/') == base));
+}
+
+/* Stages the files ailoop wrote under `dir` (recursively), lock files and logs aside. */
+static int stage_own_files(git_index *index, git_repository *repo, const char *dir)
 {
 	struct dirent *de;
 	DIR *d = opendir(dir);
@@ -109,9 +119,8 @@ static int stage_own_files(git_index *index, git_repository *repo, const char *d
 			continue;
 		al_strbuf_addf(&path, "%s/%s", dir, de->d_name);
 		if (lstat(path.buf, &st) == 0) {
-			if (S_ISDIR(st.st_mode) && strcmp(de->d_name, "logs") &&
-			    !(top && !strcmp(de->d_name, AL_WORKTREES_DIR)))
-				rc = stage_own_files(index, repo, path.buf, false);
+			if (S_ISDIR(st.st_mode) && !not_run_files(path.buf))
+				rc = stage_own_files(index, repo, path.buf);
 			else if (S_ISREG(st.st_mode) && !al_git_unrecorded(path.buf) &&
 				 stat_differs(git_index_get_bypath(index, path.buf, 0), &st))
 				rc = add_own_file(index, repo, path.buf);
@@ -208,7 +217,7 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 	git_status_list *list = NULL;
 	int rc = 0;
 
-	if (own_dir && ((rc = stage_own_files(index, repo, own_dir, true)) < 0 ||
+	if (own_dir && ((rc = stage_own_files(index, repo, own_dir)) < 0 ||
 			(rc = git_index_write(index)) < 0))
 		return rc;
 	*staged = 0;
@@ -371,24 +380,21 @@ static int stage_paths(struct al_git *g, git_index *index, const char *own_dir, 
 }
 
 /*
- * The watch leaves alone agents' logs, parallel children's worktrees, and
- * ignored directories that hold no tracked file, except the runs' own,
+ * The watch leaves alone what holds none of a run's files (not_run_files),
+ * and ignored directories that hold no tracked file, except the runs',
  * whose files are committed whatever is ignored.
  */
 static bool watch_skip(const char *rel, void *data)
 {
 	struct al_git *g = data;
-	const char *base = strrchr(rel, '/');
 	git_index *index = NULL;
 	char *dir;
 	size_t pos;
 	int ignored = 0;
 	bool skip;
 
-	if (al_starts_with(rel, AL_RUNS_DIR "/")) /* a run's worktrees are at its top */
-		return base && (!strcmp(base + 1, "logs") ||
-				(!strcmp(base + 1, AL_WORKTREES_DIR) &&
-				 strchr(rel + sizeof(AL_RUNS_DIR), '/') == base));
+	if (al_starts_with(rel, AL_RUNS_DIR "/"))
+		return not_run_files(rel);
 	if (al_git_below(AL_RUNS_DIR, rel))
 		return false; /* .ai-loop, .ai-loop/runs: the way to them */
 	dir = al_xprintf("%s/", rel);
