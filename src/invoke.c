@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *const al_role_names[4] = { "sensor", "controller", "actuator", "action" };
@@ -192,8 +193,13 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	render_prompt(call, ex, task_file);
 	if ((rc = al_write_in_place(call->prompt_path, call->prompt.buf, call->prompt.len)) < 0)
 		goto done;
-	/* a directory an agent left at the output path is not its output either */
-	if ((!c->keep_output || al_dir_exists(c->output)) && (rc = al_remove_tree(c->output)) < 0)
+	/*
+	 * No earlier output may pass for this call's: emptied (a directory an
+	 * agent left at the output path is not its output either)
+	 */
+	if (!c->keep_output && (rc = al_empty_path(c->output)) < 0)
+		goto done;
+	if (c->keep_output && al_dir_exists(c->output) && (rc = al_remove_tree(c->output)) < 0)
 		goto done;
 
 	if (a->command_sh) {
@@ -391,6 +397,18 @@ done:
 	return rc;
 }
 
+/*
+ * Whether the output file stands as the call's output: the agent wrote it
+ * (al_call_prepare emptied it), or it is empty and so is what the agent
+ * printed.
+ */
+static bool output_stands(const char *path, size_t printed)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_size > 0 || !printed);
+}
+
 int al_call_finish(struct al_call *call)
 {
 	const struct al_call_ctx *c = call->ctx;
@@ -438,7 +456,8 @@ int al_call_finish(struct al_call *call)
 	if (al_dir_exists(c->output))
 		return al_err(AL_EAGENT, "%s '%s' left a directory at its output path '%s' "
 			      "(log: %s)", who, c->agent->path, c->output, call->log_path);
-	if (!c->keep_output && !al_file_exists(c->output) &&
+	/* an agent that wrote no output (or an empty one) answered on stdout */
+	if (!c->keep_output && !output_stands(c->output, r->out.len) &&
 	    (rc = al_write_in_place(c->output, r->out.buf, r->out.len)) < 0)
 		return rc;
 	if (slurm_failed)

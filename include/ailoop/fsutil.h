@@ -93,6 +93,13 @@ enum al_path_place al_path_place(const char *path, char **real);
 int al_refuse_symlink(const char *path);
 /* Removes a file, or a directory with everything in it (rm -rf). */
 int al_remove_tree(const char *path);
+/*
+ * Leaves `path` absent or an empty regular file: a regular file of one
+ * link is cut to nothing in place (an empty one is left alone), anything
+ * else removed as by al_remove_tree(). Never writes through a symbolic
+ * link, and never empties a file that has other names.
+ */
+int al_empty_path(const char *path);
 /* Whether fsync is on (AILOOP_FSYNC unset or not "0"). */
 bool al_fsync_enabled(void);
 /*

@@ -138,4 +138,33 @@ expect_eq "$(grep -c 'left a directory at its output path' <<<"$err" | awk '$1 >
 expect_eq "$("$AILOOP" status --json | jq -r .status)" max-iterations-reached \
 	"the loop ran to its limit"
 
+# --- an output written by one call and not by the next ---------------------------------
+# Each call starts from an empty output file: what one call wrote never
+# passes for the next one's output, and a symbolic link an agent left there
+# is removed, never written through.
+R=$TEST_TMP/stale-output
+loop_repo "$R" a
+printf 'kept\n' >"$TEST_TMP/outside.md"
+cat >"$R/.ai-loop/agents/once.md" <<MD
+---
+name: once
+command: n=\$((\$(cat .calls 2>/dev/null || echo 0) + 1)); echo \$n >.calls; case \$n in 1) echo "written by call 1" >"\$AILOOP_OUTPUT" ;; 2) ln -sf "$TEST_TMP/outside.md" "\$AILOOP_OUTPUT" ;; *) echo "printed by call \$n" ;; esac
+---
+Writes its output once, then links it out, then only prints.
+MD
+echo .calls >"$R/.gitignore"
+one_loop "$R" once.md "max_iterations: 3"
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run x
+expect_rc 1 "the loop ran its three iterations, its target not met"
+# output N: the actuator's output as iteration N committed it
+output() {
+	git show "$(git log -1 --format=%H --grep="^\[iteration\] $1\$"):$(ls -d .ai-loop/runs/run_*)/nodes/fix/actuator-output.md"
+}
+expect_eq "$(output 1)" "written by call 1" "the output a call wrote is its output"
+expect_eq "$(output 2)" "$TEST_TMP/outside.md" "a call that linked its output elsewhere: the link is committed"
+expect_eq "$(output 3)" "printed by call 3" "the next call's output is what it printed, not the link's"
+expect_eq "$(cat "$TEST_TMP/outside.md")" "kept" "the file the link named is left as it was"
+
 finish
