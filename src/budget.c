@@ -58,42 +58,77 @@ int64_t al_budget_now(void)
 	return (int64_t)time(NULL);
 }
 
-static int cmp_time(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+/*
+ * A run's record of agent calls as one process has read it: how far, how
+ * many calls, and the start times of those of the last hour, oldest first
+ * (times[first..n)). Each read takes in only the lines appended since, by
+ * this process or a parallel sibling, so that an agent call costs the same
+ * at a run's millionth call as at its first.
+ */
+struct calls_seen {
+	dev_t dev;
+	ino_t ino;
+	off_t end; /* the complete lines read end here */
+	long calls;
+	int64_t *times;
+	size_t first, n, alloc;
+};
 
-	return (x > y) - (x < y);
+static void seen_release(struct calls_seen *s)
+{
+	free(s->times);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Adds a start time to the hour's, in order (siblings' lines may interleave). */
+static void seen_add(struct calls_seen *s, int64_t t)
+{
+	size_t i;
+
+	if (s->first > s->alloc / 2) { /* the dropped half is reused */
+		memmove(s->times, s->times + s->first, (s->n - s->first) * sizeof(*s->times));
+		s->n -= s->first;
+		s->first = 0;
+	}
+	AL_GROW(s->times, s->n, s->alloc);
+	for (i = s->n; i > s->first && s->times[i - 1] > t; i--)
+		s->times[i] = s->times[i - 1];
+	s->times[i] = t;
+	s->n++;
 }
 
 /*
- * The calls recorded in `fd` (locked): their number, and the start times
- * of those in the hour before `now`, sorted. A last line without its
- * newline (a write cut short by a kill) is cut off with `fix`.
+ * Brings `s` up to date with the record `fd` (locked) as of `now`. A last
+ * line without its newline (a write cut short by a kill) is no call, and
+ * is cut off with `fix`. A record that is another file, or shorter than
+ * what was read (made anew), is read from its start.
  */
-static int read_calls(int fd, const char *path, int64_t now, bool fix, long *calls,
-		      int64_t **times, size_t *ntimes)
+static int seen_update(struct calls_seen *s, int fd, const char *path, int64_t now, bool fix)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	char buf[4096];
-	size_t alloc = 0, end;
+	struct stat st;
+	size_t end;
 	ssize_t got;
-	off_t off = 0;
+	off_t off;
 	int rc = 0;
 
-	*calls = 0;
-	*times = NULL;
-	*ntimes = 0;
-	while ((got = pread(fd, buf, sizeof(buf), off)) > 0) {
-		al_strbuf_add(&sb, buf, (size_t)got);
-		off += got;
+	if (fstat(fd, &st) < 0)
+		return al_err(AL_ERROR, "cannot read '%s': %s", path, strerror(errno));
+	if (st.st_dev != s->dev || st.st_ino != s->ino || st.st_size < s->end) {
+		seen_release(s);
+		s->dev = st.st_dev;
+		s->ino = st.st_ino;
 	}
+	for (off = s->end; (got = pread(fd, buf, sizeof(buf), off)) > 0; off += got)
+		al_strbuf_add(&sb, buf, (size_t)got);
 	if (got < 0) {
 		rc = al_err(AL_ERROR, "cannot read '%s': %s", path, strerror(errno));
 		goto done;
 	}
 	for (end = sb.len; end > 0 && sb.buf[end - 1] != '\n'; end--)
 		;
-	if (fix && end < sb.len && ftruncate(fd, (off_t)end) < 0) {
+	if (fix && end < sb.len && ftruncate(fd, s->end + (off_t)end) < 0) {
 		rc = al_err(AL_ERROR, "cannot write '%s': %s", path, strerror(errno));
 		goto done;
 	}
@@ -101,38 +136,49 @@ static int read_calls(int fd, const char *path, int64_t now, bool fix, long *cal
 		char *nl = memchr(sb.buf + i, '\n', end - i);
 		long long t = strtoll(sb.buf + i, NULL, 10);
 
-		(*calls)++;
-		if (t > now - HOUR) {
-			AL_GROW(*times, *ntimes, alloc);
-			(*times)[(*ntimes)++] = t;
-		}
+		s->calls++;
+		if (t > now - HOUR)
+			seen_add(s, t);
 		i = (size_t)(nl - sb.buf) + 1;
 	}
-	if (*ntimes)
-		qsort(*times, *ntimes, sizeof(**times), cmp_time);
+	s->end += (off_t)end;
+	while (s->first < s->n && s->times[s->first] <= now - HOUR)
+		s->first++;
 done:
 	al_strbuf_release(&sb);
 	return rc;
+}
+
+/* The calls of the last hour in `s`. */
+static size_t seen_in_hour(const struct calls_seen *s)
+{
+	return s->n - s->first;
+}
+
+/* When the hourly window of `per_hour` calls, full, has room again. */
+static int64_t seen_room_at(const struct calls_seen *s, int per_hour)
+{
+	return s->times[s->n - (size_t)per_hour] + HOUR;
 }
 
 int al_budget_read(const char *run_dir, int per_hour, struct al_budget_use *use)
 {
 	char *path = al_xprintf("%s/" AL_BUDGET_FILE, run_dir);
 	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
-	int64_t *times = NULL;
-	size_t n = 0;
+	struct calls_seen s = { 0 };
 
 	memset(use, 0, sizeof(*use));
 	if (fd >= 0) {
-		rc = read_calls(fd, path, al_budget_now(), false, &use->calls, &times, &n);
+		rc = seen_update(&s, fd, path, al_budget_now(), false);
 		close(fd);
 	} else if (errno != ENOENT) {
 		rc = al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
 	}
-	use->calls_last_hour = (long)n;
-	if (per_hour && n >= (size_t)per_hour)
-		use->wait_until = times[n - (size_t)per_hour] + HOUR;
-	free(times);
+	use->calls = s.calls;
+	use->calls_last_hour = (long)seen_in_hour(&s);
+	if (per_hour && seen_in_hour(&s) >= (size_t)per_hour)
+		use->wait_until = seen_room_at(&s, per_hour);
+	seen_release(&s);
 	free(path);
 	return rc;
 }
@@ -210,6 +256,9 @@ static int blocked(struct al_exec *ex, const char *limit, const char *what, cons
 	return rc;
 }
 
+/* The record this process reads before each call (a forked sibling starts with its parent's). */
+static struct calls_seen seen;
+
 int al_budget_acquire(struct al_exec *ex, const char *what)
 {
 	const struct al_flow *f = ex->flow;
@@ -223,9 +272,8 @@ int al_budget_acquire(struct al_exec *ex, const char *what)
 		return rc;
 	}
 	for (;;) {
-		int64_t now = al_budget_now(), *times = NULL, spent;
-		size_t n = 0;
-		long calls = 0;
+		int64_t now = al_budget_now(), spent;
+		size_t n;
 		char line[32];
 		int len;
 
@@ -233,24 +281,22 @@ int al_budget_acquire(struct al_exec *ex, const char *what)
 			rc = al_err(AL_ERROR, "cannot lock '%s': %s", path, strerror(errno));
 			break;
 		}
-		if ((rc = read_calls(fd, path, now, true, &calls, &times, &n)) < 0) {
-			free(times);
+		if ((rc = seen_update(&seen, fd, path, now, true)) < 0)
 			break;
-		}
+		n = seen_in_hour(&seen);
 		spent = active_ms(ex) / 1000;
-		if (f->max_agent_calls && calls >= f->max_agent_calls) {
+		if (f->max_agent_calls && seen.calls >= f->max_agent_calls) {
 			rc = blocked(ex, "max_agent_calls", what, "agent-call budget spent: %ld agent "
-				     "call%s made, limits.max_agent_calls is %d", calls,
-				     calls == 1 ? "" : "s", f->max_agent_calls);
+				     "call%s made, limits.max_agent_calls is %d", seen.calls,
+				     seen.calls == 1 ? "" : "s", f->max_agent_calls);
 		} else if (f->max_wall_seconds && spent >= f->max_wall_seconds) {
 			rc = blocked(ex, "max_wall_seconds", what, "time budget spent: the run has "
 				     "run %lld s, limits.max_wall_seconds is %d", (long long)spent,
 				     f->max_wall_seconds);
 		} else if (f->max_agent_calls_per_hour && n >= (size_t)f->max_agent_calls_per_hour) {
-			int64_t until = times[n - (size_t)f->max_agent_calls_per_hour] + HOUR;
+			int64_t until = seen_room_at(&seen, f->max_agent_calls_per_hour);
 			char left[32], head[160];
 
-			free(times);
 			flock(fd, LOCK_UN); /* others may read, and wait too */
 			format_span(left, sizeof(left), until - now);
 			snprintf(head, sizeof(head), "ailoop: %zu agent calls in the last hour "
@@ -268,7 +314,6 @@ int al_budget_acquire(struct al_exec *ex, const char *what)
 				break;
 			continue;
 		}
-		free(times);
 		if (rc < 0)
 			break;
 		len = snprintf(line, sizeof(line), "%lld\n", (long long)now);

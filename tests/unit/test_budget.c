@@ -1,5 +1,7 @@
 #include "ailoop/budget.h"
+#include "ailoop/exec.h"
 #include "ailoop/flow.h"
+#include "ailoop/run.h"
 #include "ailoop/util.h"
 
 #include "unit.h"
@@ -7,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* An agent's failure with `text` as its output. */
 static bool limited_by(const struct al_flow *f, const char *text, int exit_code)
@@ -75,4 +78,46 @@ Test(budget, read_counts_calls_and_the_window)
 	cr_assert_eq(use.wait_until, now - 20 + 3600);
 	cr_assert_eq(al_budget_read("run", 4, &use), 0);
 	cr_assert_eq(use.wait_until, 0, "room in the window");
+}
+
+/* Appends `text` to `path`, as a sibling process would. */
+static void append(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "a");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(fputs(text, f) >= 0, true);
+	cr_assert_eq(fclose(f), 0);
+}
+
+Test(budget, each_call_reads_what_was_appended_since)
+{
+	struct al_flow f;
+	struct al_run run;
+	struct al_exec ex;
+	const char *calls = "run/" AL_BUDGET_FILE;
+
+	unit_enter_tmpdir();
+	memset(&f, 0, sizeof(f));
+	memset(&run, 0, sizeof(run));
+	memset(&ex, 0, sizeof(ex));
+	run.dir = "run";
+	run.events_path = "run/events.jsonl";
+	run.events_fd = -1;
+	ex.flow = &f;
+	ex.run = &run;
+	f.max_agent_calls = 5;
+	unit_write(calls, "");
+	cr_assert_eq(al_budget_acquire(&ex, "a"), 0);
+	append(calls, "100\n200\n");
+	cr_assert_eq(al_budget_acquire(&ex, "b"), 0, "4 calls of 5: two a sibling made");
+	append(calls, "30"); /* a sibling killed while it wrote */
+	cr_assert_eq(al_budget_acquire(&ex, "c"), 0, "the torn line is no call");
+	cr_assert_null(strstr(unit_read(calls), "\n30"), "and is cut off: %s", unit_read(calls));
+	cr_assert_eq(al_budget_acquire(&ex, "d"), AL_EBLOCKED, "the fifth call was the last");
+	/* a record made anew (shorter than what was read) is read from its start */
+	unit_write(calls, "100\n");
+	cr_assert_eq(al_budget_acquire(&ex, "e"), 0);
+	if (run.events_fd >= 0)
+		close(run.events_fd);
 }
