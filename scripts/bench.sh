@@ -242,6 +242,9 @@ bigrepo() {
 	mkdir -p "$dir/.ai-loop/agents"
 	cd "$dir"
 	git init -q -b main
+	# no gc in the background of what is timed: `git commit` would start one
+	# (20,000 loose objects), which packs them and then removes them all
+	git config gc.auto 0
 	awk -v n="$files" 'BEGIN { for (i = 0; i < n; i++) {
 		d = sprintf("d%02d", int(i / 1000)); if (i % 1000 == 0) system("mkdir -p " d)
 		f = sprintf("%s/f%05d.txt", d, i); print "file " i > f; close(f) } }'
