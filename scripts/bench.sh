@@ -427,14 +427,22 @@ shell_loop() {
 # per_iteration TOTAL BASE: milliseconds of overhead per iteration
 per_iteration() { awk -v t="$1" -v b="$2" -v n="$N" 'BEGIN { printf "%.2f", (t - b) / n / 1e6 }'; }
 
-base=$(for _ in $(seq "$REPS"); do baseline; done | median)
-shell=$(for _ in $(seq "$REPS"); do shell_loop; done | median)
-shell_ms=$(per_iteration "$shell" "$base")
-for fsync in 0 1; do
-	total=$(for _ in $(seq "$REPS"); do with_ailoop $fsync; done | median)
-	row "overhead per iteration, fsync $([ $fsync = 1 ] && echo on || echo off) (ms)" \
-		"$([ $fsync = 1 ] && echo '<= 2' || echo -)" "$(per_iteration "$total" "$base")" "$shell_ms"
+# One repetition of each in turn, not all of one then all of the next: what
+# one run leaves the filesystem (on ext4 without a journal, freed inodes a
+# later run's new ones are slower to find for minutes) falls on all alike.
+times_base=() times_shell=() times_off=() times_on=()
+for _ in $(seq "$REPS"); do
+	times_base+=("$(baseline)")
+	times_shell+=("$(shell_loop)")
+	times_off+=("$(with_ailoop 0)")
+	times_on+=("$(with_ailoop 1)")
 done
+base=$(printf '%s\n' "${times_base[@]}" | median)
+shell_ms=$(per_iteration "$(printf '%s\n' "${times_shell[@]}" | median)" "$base")
+row "overhead per iteration, fsync off (ms)" - \
+	"$(per_iteration "$(printf '%s\n' "${times_off[@]}" | median)" "$base")" "$shell_ms"
+row "overhead per iteration, fsync on (ms)" "<= 2" \
+	"$(per_iteration "$(printf '%s\n' "${times_on[@]}" | median)" "$base")" "$shell_ms"
 print_table() {
 	printf '%-44s %-14s %-12s %-12s %s\n' figure goal ailoop "shell loop" "ailoop/shell"
 	printf '%s\n' "${rows[@]}"
