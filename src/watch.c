@@ -137,6 +137,8 @@ static void add_dir(struct al_watch *w, const char *rel, bool report)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
 		    (!*rel && !strcmp(de->d_name, ".git")))
 			continue;
+		if (!report && de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+			continue; /* a file, and nothing to report: no path to make */
 		path = join(rel, de->d_name);
 		if (de->d_type == DT_UNKNOWN) {
 			struct stat st;
