@@ -92,6 +92,7 @@ void al_git_free(struct al_git *g)
 	free(g->branch_ref);
 	al_strv_free(g->skipped, g->nskipped);
 	al_watch_free(g->watch);
+	al_git_staged_drop(g);
 	for (size_t i = 0; i < sizeof(g->ignores) / sizeof(g->ignores[0]); i++)
 		free(g->ignores[i].path);
 	git_repository_free(g->repo);
@@ -549,31 +550,38 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 		      char oid[AL_OID_HEX])
 {
 	git_index *index = NULL;
-	git_tree *tree = NULL;
+	git_tree *tree = NULL, *parent_tree = NULL;
 	git_commit *parent = NULL;
 	git_signature *author = NULL, *committer = NULL;
 	git_oid tree_oid, commit_oid;
 	char *ref = NULL;
 	git_oid tip;
-	bool born;
+	bool born, on_parent;
 	int rc = 0;
 
 	/* an agent may have moved HEAD: the run commits where it is, or nowhere */
 	if ((rc = head_state(g, &ref, &tip, &born)) < 0 ||
 	    (rc = check_head(g, ref, &tip, born, own_dir)) < 0)
 		goto done;
+	if (git_commit_lookup(&parent, g->repo, &tip) < 0 ||
+	    git_commit_tree(&parent_tree, parent) < 0) {
+		rc = al_git_fail("cannot read HEAD");
+		goto done;
+	}
+	on_parent = g->index_commit_known && git_oid_equal(&g->index_commit, &tip);
+	g->index_commit_known = false; /* until this commit is made */
 	if (git_repository_index(&index, g->repo) < 0 ||
-	    al_git_stage_all(g, index, own_dir, git_oid_equal(&tip, &g->last)) < 0 ||
-	    git_index_write_tree(&tree_oid, index) < 0 ||
-	    git_tree_lookup(&tree, g->repo, &tree_oid) < 0) {
+	    al_git_stage_all(g, index, own_dir, git_oid_equal(&tip, &g->last)) < 0) {
+		rc = al_git_fail("cannot stage the work tree");
+		goto done;
+	}
+	if ((rc = al_git_write_tree(g, index, on_parent ? parent_tree : NULL, &tree_oid)) < 0)
+		goto done;
+	if (git_tree_lookup(&tree, g->repo, &tree_oid) < 0) {
 		rc = al_git_fail("cannot stage the work tree");
 		goto done;
 	}
 	al_crash_point("staged");
-	if (git_commit_lookup(&parent, g->repo, &tip) < 0) {
-		rc = al_git_fail("cannot read HEAD");
-		goto done;
-	}
 	if (!g->author) {
 		if (signature(&g->author, g->repo, "AUTHOR") < 0 ||
 		    signature(&g->committer, g->repo, "COMMITTER") < 0) {
@@ -607,6 +615,8 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 	if (oid)
 		git_oid_tostr(oid, AL_OID_HEX, &commit_oid);
 	g->last = commit_oid;
+	g->index_commit = commit_oid;
+	g->index_commit_known = true;
 	al_git_code_id_of(g, &commit_oid, tree);
 	al_crash_point("committed"); /* before any state records the commit */
 done:
@@ -614,6 +624,7 @@ done:
 	git_signature_free(author);
 	git_signature_free(committer);
 	git_commit_free(parent);
+	git_tree_free(parent_tree);
 	git_tree_free(tree);
 	git_index_free(index);
 	return rc;

@@ -30,6 +30,20 @@ struct al_git {
 	struct stat index_st;   /* the index file as this process last left it */
 	bool index_known;
 	/*
+	 * The paths the last staging took from the watch, sorted, when they
+	 * hold every change it made to the index (al_git_write_tree); else NULL.
+	 */
+	char **staged;
+	size_t nstaged;
+	/*
+	 * The commit whose tree the index holds, when this process knows it:
+	 * its last commit, or HEAD as the clean-tree check found it. A tree
+	 * is made from the staged paths only on that commit (a staging whose
+	 * commit then failed leaves more in the index than the paths say).
+	 */
+	git_oid index_commit;
+	bool index_commit_known;
+	/*
 	 * The ignore files outside the work tree, which the watch does not
 	 * see: <common-dir>/info/exclude and the global one (core.excludesFile,
 	 * or git/ignore in the XDG configuration directory), as they were at
@@ -68,6 +82,17 @@ bool al_git_unrecorded(const char *path);
  */
 int al_git_stage_all(struct al_git *g, git_index *index, const char *own_dir, bool head_ours);
 
+/*
+ * The tree of the index, into *out: `parent` (the tree the index held
+ * before the staging; NULL if not known) with the staged paths updated
+ * when the last staging left them (g->staged, then dropped), else the
+ * whole index written as a tree.
+ */
+int al_git_write_tree(struct al_git *g, git_index *index, const git_tree *parent, git_oid *out);
+/* Says how a commit staged or made its tree (AILOOP_WATCH_TRACE, test builds). */
+void al_git_trace(const char *what, const char *how);
+/* Forgets the paths the last staging left. */
+void al_git_staged_drop(struct al_git *g);
 /* Keeps al_git_code_id() of `commit`, whose tree is `tree`. */
 void al_git_code_id_of(struct al_git *g, const git_oid *commit, const git_tree *tree);
 

@@ -344,7 +344,7 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 }
 
 /* Nested repositories left out for want of a commit that have one now. */
-static int stage_skipped(struct al_git *g, git_index *index)
+static int stage_skipped(struct al_git *g, git_index *index, size_t *staged)
 {
 	int rc = 0;
 
@@ -354,8 +354,10 @@ static int stage_skipped(struct al_git *g, git_index *index)
 
 		if (!git_index_get_bypath(index, g->skipped[i], 0) &&
 		    git_repository_open(&sub, g->skipped[i]) == 0 &&
-		    git_reference_name_to_id(&head, sub, "HEAD") == 0)
+		    git_reference_name_to_id(&head, sub, "HEAD") == 0) {
+			++*staged;
 			rc = git_index_add_bypath(index, g->skipped[i]);
+		}
 		git_repository_free(sub);
 	}
 	return rc;
@@ -366,17 +368,21 @@ static int stage_skipped(struct al_git *g, git_index *index)
  * directories are watched whatever is ignored: watch_skip), so a commit
  * costs what changed, not a walk of every node's files the run has.
  */
+/*
+ * *beside: how many entries were staged beyond the paths' own (nested
+ * repositories', whose HEAD moved without a file of theirs changing).
+ */
 static int stage_paths(struct al_git *g, git_index *index, const char *own_dir, char **paths,
-		       size_t n)
+		       size_t n, size_t *beside)
 {
-	size_t staged = 0;
 	int rc = 0;
 
+	*beside = 0;
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = stage_path(g, index, own_dir, paths[i]);
 	if (rc == 0)
-		rc = stage_skipped(g, index);
-	return rc < 0 ? rc : stage_gitlinks(index, &staged);
+		rc = stage_skipped(g, index, beside);
+	return rc < 0 ? rc : stage_gitlinks(index, beside);
 }
 
 /*
@@ -540,15 +546,18 @@ void al_git_watch_from_clean(struct al_git *g, git_index *index)
 		return;
 	index_left(g, index);
 	ignores_changed(g); /* as they are now */
+	/* nothing staged, nothing changed: the index holds HEAD's tree */
+	g->index_commit_known = git_reference_name_to_id(&g->index_commit, g->repo, "HEAD") == 0;
 }
 
-/* Which way a commit staged, on stderr with AILOOP_WATCH_TRACE (test builds only). */
-static void trace_staging(const char *how)
+/* How a commit staged, or made its tree, on stderr with AILOOP_WATCH_TRACE (test builds only). */
+void al_git_trace(const char *what, const char *how)
 {
 #ifdef AILOOP_TEST_HOOKS
 	if (getenv("AILOOP_WATCH_TRACE"))
-		fprintf(stderr, "ailoop: staging: %s\n", how);
+		fprintf(stderr, "ailoop: %s: %s\n", what, how);
 #else
+	(void)what;
 	(void)how;
 #endif
 }
@@ -563,27 +572,33 @@ static void trace_staging(const char *how)
  */
 int al_git_stage_all(struct al_git *g, git_index *index, const char *own_dir, bool head_ours)
 {
-	size_t staged = 1, n;
+	size_t staged = 1, beside = 0, n;
 	char **paths;
 	bool reread = false;
 	int rc = -1;
 
+	al_git_staged_drop(g);
 	if (watch_changes(g, index, head_ours, &paths, &n)) {
 		rc = git_index_read(index, false);
 		if (rc == 0)
-			rc = stage_paths(g, index, own_dir, paths, n);
+			rc = stage_paths(g, index, own_dir, paths, n, &beside);
 		if (rc == 0)
 			rc = git_index_write(index);
-		al_strv_free(paths, n);
+		if (rc == 0 && !beside) { /* every change is at one of them: the tree can follow */
+			g->staged = paths;
+			g->nstaged = n;
+		} else {
+			al_strv_free(paths, n);
+		}
 		if (rc == 0) {
 			index_left(g, index);
 			al_rewritten_clear();
-			trace_staging("watched");
+			al_git_trace("staging", "watched");
 			return 0;
 		}
 		reread = true; /* the scan starts from the index on disk */
 	}
-	trace_staging("full scan");
+	al_git_trace("staging", "full scan");
 	for (int attempt = 0; attempt < 6 && rc < 0; attempt++) {
 		if (attempt)
 			usleep(10000u << attempt); /* 20 ms, doubling: 0.62 s in all */

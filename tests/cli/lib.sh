@@ -7,6 +7,8 @@ set -u
 : "${AILOOP_SRC:=$(cd "$(dirname "$0")/../.." && pwd)}"
 FIXTURES="$AILOOP_SRC/tests/fixtures"
 export NO_COLOR=1 AILOOP_FSYNC="${AILOOP_FSYNC:-0}"
+# every commit built from the watched paths is checked against the whole index (git_tree.c)
+export AILOOP_CHECK_TREES=1
 export GIT_AUTHOR_NAME=test GIT_AUTHOR_EMAIL=test@example.com
 export GIT_COMMITTER_NAME=test GIT_COMMITTER_EMAIL=test@example.com
 export GIT_CONFIG_NOSYSTEM=1

@@ -55,6 +55,19 @@ expect_not_in "$scanned_err" "staging: watched" "AILOOP_WATCH=0: every commit sc
 # added to a .gitignore's last line, a rule dropped from the global ignore file
 full=$(grep -c 'staging: full scan' <<<"$watched_err")
 [ "$full" -ge 7 ] && pass || fail "watched run: untrusted steps fall back to a full scan ($full)"
+# the tree of a watched commit is the parent's with the changed paths
+# updated (AILOOP_CHECK_TREES, set for every test, fails a commit whose
+# tree is not the whole index's); a full scan, or a change of kind (a file
+# where a directory was), writes the whole index
+tree_ways=$(grep -o 'staging: [a-z ]*\|tree: from the [a-z ]*' <<<"$watched_err" |
+	sed 's/staging: watched/w/; s/staging: full scan/f/; s/tree: from the changed paths/P/; s/tree: from the whole index/I/' |
+	tr -d '\n')
+paths_n=$(grep -o P <<<"$tree_ways" | wc -l)
+[ "$paths_n" -ge 10 ] && pass || fail "watched run: most trees made from the changed paths ($tree_ways)"
+expect_not_in "$tree_ways" "fP" "a full scan's tree: from the whole index"
+expect_eq "${tree_ways:0:4}" wPwP "new files in new directories: the tree from the changed paths"
+expect_eq "${tree_ways:10:2}" wI "a file replaced by a directory and a directory by a file: the whole index"
+expect_not_in "$scanned_err" "tree: from the changed paths" "AILOOP_WATCH=0: every tree from the whole index"
 # how each commit staged, one letter each: iteration 0 (the run's first
 # commit, from a clean tree), then one per step
 ways=$(grep -o 'staging: .*' <<<"$watched_err" | sed 's/staging: watched/w/; s/staging: full scan/f/' | tr -d '\n')

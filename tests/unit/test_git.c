@@ -127,3 +127,25 @@ Test(git, objects_packed_while_open_are_found)
 	unit_sh("test \"$(git log --format=%s | head -2 | tr '\\n' ,)\" = after,before,");
 	unit_sh("git fsck --strict --no-dangling 2>&1 && test -z \"$(git status --porcelain)\"");
 }
+
+/*
+ * A commit that fails after staging (here the branch's ref is locked)
+ * leaves its changes in the index: the next commit of the process takes
+ * them too, not only what the watch saw since.
+ */
+Test(git, a_failed_commit_leaves_nothing_out_of_the_next)
+{
+	char oid[AL_OID_HEX];
+
+	unit_write("a.txt", "first\n");
+	cr_assert_eq(al_git_commit_all(g, "first", ".ai-loop/runs/r", oid), 0, "%s", al_errmsg());
+	unit_write("a.txt", "staged, not committed\n");
+	unit_write(".git/refs/heads/main.lock", "");
+	cr_assert_lt(al_git_commit_all(g, "fails", ".ai-loop/runs/r", oid), 0);
+	unit_sh("rm .git/refs/heads/main.lock");
+	unit_write("b.txt", "second\n");
+	cr_assert_eq(al_git_commit_all(g, "second", ".ai-loop/runs/r", oid), 0, "%s", al_errmsg());
+	unit_sh("test \"$(git show HEAD:a.txt)\" = 'staged, not committed'");
+	unit_sh("test \"$(git show HEAD:b.txt)\" = second");
+	unit_sh("test -z \"$(git status --porcelain)\"");
+}
