@@ -367,8 +367,6 @@ static int stage_skipped(struct al_git *g, git_index *index, size_t *staged)
  * The run's own files come in the watch's list like any other (its
  * directories are watched whatever is ignored: watch_skip), so a commit
  * costs what changed, not a walk of every node's files the run has.
- */
-/*
  * *beside: how many entries were staged beyond the paths' own (nested
  * repositories', whose HEAD moved without a file of theirs changing).
  */
