@@ -182,7 +182,9 @@ int al_git_write_tree(struct al_git *g, git_index *index, const git_tree *parent
 
 	g->staged = NULL;
 	g->nstaged = 0;
-	if (paths && parent && tree_updated(g->repo, index, parent, paths, n, out) == 0) {
+	/* an index that ignores case finds entries a tree's names do not */
+	if (paths && parent && !(git_index_caps(index) & GIT_INDEX_CAPABILITY_IGNORE_CASE) &&
+	    tree_updated(g->repo, index, parent, paths, n, out) == 0) {
 		al_strv_free(paths, n);
 		al_git_trace("tree", "from the changed paths");
 		return check_tree(index, out);

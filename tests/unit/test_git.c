@@ -149,3 +149,24 @@ Test(git, a_failed_commit_leaves_nothing_out_of_the_next)
 	unit_sh("test \"$(git show HEAD:b.txt)\" = second");
 	unit_sh("test -z \"$(git status --porcelain)\"");
 }
+
+/*
+ * With core.ignorecase the index takes "A.txt" for "a.txt"; the tree of
+ * each commit is still the index's (the first commit starts the watch,
+ * the next ones are staged from it).
+ */
+Test(git, an_index_that_ignores_case_makes_the_tree)
+{
+	char oid[AL_OID_HEX];
+
+	unit_sh("git config core.ignorecase true");
+	al_git_free(g);
+	cr_assert_eq(al_git_open(&g), 0, "%s", al_errmsg());
+	unit_write("b.txt", "one\n");
+	cr_assert_eq(al_git_commit_all(g, "first", ".ai-loop/runs/r", oid), 0, "%s", al_errmsg());
+	unit_write("A.txt", "upper\n");
+	cr_assert_eq(al_git_commit_all(g, "second", ".ai-loop/runs/r", oid), 0, "%s", al_errmsg());
+	unit_sh("test \"$(git ls-tree --name-only HEAD -- a.txt A.txt)\" = "
+		"\"$(git ls-files -s -- a.txt A.txt | cut -f2)\"");
+	unit_sh("test \"$(git write-tree)\" = \"$(git rev-parse 'HEAD^{tree}')\"");
+}
