@@ -295,12 +295,42 @@ static bool ignores_only_more(git_repository *repo, git_index *index, const char
  * staged, each as the status pass would: gone (a file, or a directory and
  * all below it) is removed; a file (or symbolic link) is added if tracked
  * or not ignored, after any directory it replaced; a directory replaces a
- * file, its contents coming as paths of their own. A file of the run in
- * `own_dir` is added whatever the ignore rules say, as stage_own_files()
- * adds it. Anything unusual (a .gitignore that may ignore less, an error)
+ * file, its contents coming as paths of their own; a path beyond a
+ * symbolic link (a directory replaced by a link) is gone. A file of the
+ * run in `own_dir` is added whatever the ignore rules say, as
+ * stage_own_files() adds it. Anything unusual (a .gitignore that may ignore less, an error)
  * fails, and the full scan follows.
  */
-static int stage_path(struct al_git *g, git_index *index, const char *own_dir, const char *path)
+/*
+ * Whether a directory on the way to `path` is a symbolic link (or no
+ * directory at all): what lies there is not in the work tree, as git
+ * sees it, though lstat() finds it through the link. `*checked` is the
+ * last directory found free of them, so that the sorted paths of one
+ * directory cost one walk.
+ */
+static bool beyond_link(const char *path, char **checked)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len = slash ? (size_t)(slash - path) : 0;
+	struct stat st;
+
+	if (!len || (*checked && strlen(*checked) == len && !strncmp(*checked, path, len)))
+		return false;
+	for (const char *p = strchr(path, '/'); p; p = strchr(p + 1, '/')) {
+		char *dir = al_strndup(path, (size_t)(p - path));
+		bool link = lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode);
+
+		free(dir);
+		if (link)
+			return true;
+	}
+	free(*checked);
+	*checked = al_strndup(path, len);
+	return false;
+}
+
+static int stage_path(struct al_git *g, git_index *index, const char *own_dir, const char *path,
+		      char **checked)
 {
 	const git_index_entry *e = git_index_get_bypath(index, path, 0);
 	bool tracked = e != NULL, gitlink = e && e->mode == GIT_FILEMODE_COMMIT;
@@ -318,8 +348,12 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 		rc = -1; /* what is ignored changed: only a full scan knows what that adds */
 	} else if ((gone = lstat(path, &st) < 0) && errno != ENOENT && errno != ENOTDIR) {
 		rc = -1;
-	} else if (gone || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode))) {
-		/* gone; or a FIFO, a socket, a device: git records none (and a FIFO's open waits) */
+	} else if (gone || beyond_link(path, checked) ||
+		   !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode))) {
+		/*
+		 * gone, or beyond a symbolic link; or a FIFO, a socket, a
+		 * device: git records none (and a FIFO's open waits)
+		 */
 		if (!tracked || (rc = git_index_remove_bypath(index, path)) == 0)
 			rc = git_index_remove_directory(index, path, 0);
 	} else if (S_ISDIR(st.st_mode)) {
@@ -375,9 +409,12 @@ static int stage_paths(struct al_git *g, git_index *index, const char *own_dir, 
 {
 	int rc = 0;
 
+	char *checked = NULL;
+
 	*beside = 0;
 	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = stage_path(g, index, own_dir, paths[i]);
+		rc = stage_path(g, index, own_dir, paths[i], &checked);
+	free(checked);
 	if (rc == 0)
 		rc = stage_skipped(g, index, beside);
 	return rc < 0 ? rc : stage_gitlinks(index, beside);

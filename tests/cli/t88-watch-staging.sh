@@ -6,7 +6,7 @@
 # AILOOP_WATCH=0 (a full scan per commit) must make the same trees.
 . "$(dirname "$0")/lib.sh"
 
-STEPS=22
+STEPS=24
 export AILOOP_WATCH_TRACE=1
 
 . "$FIXTURES/watch/project.sh"
@@ -85,6 +85,8 @@ expect_in "$(git -C "$TEST_TMP/watched" ls-tree --name-only -r HEAD -- nonl)" "n
 expect_eq "${ways:21:1}" f "a rule dropped from the global ignore file: a full scan"
 expect_eq "$(git -C "$TEST_TMP/watched" log --format=%s -- global-1 | sed 's/ — .*//')" \
 	"ai-loop[mutate]: iteration 21" "a file the global ignore file no longer ignores: recorded"
+expect_eq "$(git -C "$TEST_TMP/watched" ls-tree -r --name-only HEAD -- linked | tr '\n' ' ')" \
+	"linked/d linked/e/f " "a directory replaced by a symbolic link: what lies beyond the link is not recorded"
 expect_eq "$(git -C "$TEST_TMP/watched" ls-tree HEAD fifo beside.txt)" "" \
 	"FIFOs are not recorded, and a tracked file one replaced is gone"
 expect_in "$(git -C "$TEST_TMP/watched" ls-tree HEAD sub)" "160000 commit" \
