@@ -291,17 +291,6 @@ static bool ignores_only_more(git_repository *repo, git_index *index, const char
 }
 
 /*
- * The watched way (watch.h): only the paths the watch saw change are
- * staged, each as the status pass would: gone (a file, or a directory and
- * all below it) is removed; a file (or symbolic link) is added if tracked
- * or not ignored, after any directory it replaced; a directory replaces a
- * file, its contents coming as paths of their own; a path beyond a
- * symbolic link (a directory replaced by a link) is gone. A file of the
- * run in `own_dir` is added whatever the ignore rules say, as
- * stage_own_files() adds it. Anything unusual (a .gitignore that may ignore less, an error)
- * fails, and the full scan follows.
- */
-/*
  * Whether a directory on the way to `path` is a symbolic link (or no
  * directory at all): what lies there is not in the work tree, as git
  * sees it, though lstat() finds it through the link. `*checked` is the
@@ -329,6 +318,17 @@ static bool beyond_link(const char *path, char **checked)
 	return false;
 }
 
+/*
+ * The watched way (watch.h): only the paths the watch saw change are
+ * staged, each as the status pass would: gone (a file, or a directory and
+ * all below it) is removed; a file (or symbolic link) is added if tracked
+ * or not ignored, after any directory it replaced; a directory replaces a
+ * file, its contents coming as paths of their own; a path beyond a
+ * symbolic link (a directory replaced by a link) is gone. A file of the
+ * run in `own_dir` is added whatever the ignore rules say, as
+ * stage_own_files() adds it. Anything unusual (a .gitignore that may
+ * ignore less, an error) fails, and the full scan follows.
+ */
 static int stage_path(struct al_git *g, git_index *index, const char *own_dir, const char *path,
 		      char **checked)
 {
@@ -407,9 +407,8 @@ static int stage_skipped(struct al_git *g, git_index *index, size_t *staged)
 static int stage_paths(struct al_git *g, git_index *index, const char *own_dir, char **paths,
 		       size_t n, size_t *beside)
 {
+	char *checked = NULL; /* beyond_link()'s last directory */
 	int rc = 0;
-
-	char *checked = NULL;
 
 	*beside = 0;
 	for (size_t i = 0; i < n && rc == 0; i++)

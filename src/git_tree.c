@@ -30,17 +30,16 @@ static int cmp_path(const void *a, const void *b)
 }
 
 /*
- * Whether every entry of the index below directory `dir` (with its "/")
- * is among the staged paths: a directory the watch saw made reports
+ * Whether every entry of the index below directory `dir` (with its "/"),
+ * the first at `pos`, is among the staged paths: a directory the watch saw made reports
  * each file in it, which then is updated on its own.
  */
-static bool all_staged_below(git_index *index, const char *dir, char **paths, size_t n)
+static bool all_staged_below(git_index *index, size_t pos, const char *dir, char **paths,
+			     size_t n)
 {
-	size_t pos, len = strlen(dir);
+	size_t len = strlen(dir);
 	const git_index_entry *e;
 
-	if (git_index_find_prefix(&pos, index, dir) != 0)
-		return true;
 	for (; (e = git_index_get_byindex(index, pos)) && !strncmp(e->path, dir, len); pos++) {
 		const char *key = e->path;
 
@@ -102,7 +101,7 @@ static enum covers path_update(git_index *index, const git_tree *parent, char **
 		covers = was == GIT_OBJECT_INVALID ? COVERS_NOTHING : COVERS_WHOLE;
 	} else {
 		covers = (was == GIT_OBJECT_INVALID || was == GIT_OBJECT_TREE) &&
-				 all_staged_below(index, dir, paths, n)
+				 all_staged_below(index, pos, dir, paths, n)
 			       ? COVERS_NOTHING
 			       : COVERS_REFUSED;
 	}
