@@ -29,6 +29,8 @@ struct al_git {
 	bool watch_off;         /* AILOOP_WATCH=0, or inotify failed: a full scan every time */
 	struct stat index_st;   /* the index file as this process last left it */
 	bool index_known;
+	size_t gitlinks;        /* the nested repositories in the index, when known */
+	bool gitlinks_known;
 	/*
 	 * The paths the last staging took from the watch, sorted, when they
 	 * hold every change it made to the index (al_git_write_tree); else NULL.

@@ -171,10 +171,12 @@ static int add_nested_repo(struct al_git *g, git_index *index, const char *path)
  * here and recorded as `git add -A` records them; one whose directory is
  * gone is removed, one not checked out (no repository there) stays.
  */
-static int stage_gitlinks(git_index *index, size_t *staged)
+static int stage_gitlinks(struct al_git *g, git_index *index, size_t *staged)
 {
+	size_t links = 0;
 	int rc = 0;
 
+	g->gitlinks_known = false;
 	for (size_t i = 0; i < git_index_entrycount(index) && rc == 0; i++) {
 		const git_index_entry *e = git_index_get_byindex(index, i);
 		git_repository *sub = NULL;
@@ -187,8 +189,10 @@ static int stage_gitlinks(git_index *index, size_t *staged)
 		path = al_strdup(e->path); /* the entry, path and all, goes when replaced */
 		moved = *e;
 		moved.path = path;
+		links++;
 		if (lstat(path, &st) < 0 && errno == ENOENT) {
 			++*staged;
+			links--;
 			rc = git_index_remove_bypath(index, path);
 			i--; /* the next entry took its place */
 		} else if (git_repository_open(&sub, path) == 0 &&
@@ -199,6 +203,10 @@ static int stage_gitlinks(git_index *index, size_t *staged)
 		}
 		git_repository_free(sub);
 		free(path);
+	}
+	if (rc == 0) {
+		g->gitlinks = links;
+		g->gitlinks_known = true;
 	}
 	return rc;
 }
@@ -248,7 +256,7 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 			rc = git_index_add_bypath(index, path);
 	}
 	git_status_list_free(list);
-	return rc < 0 ? rc : stage_gitlinks(index, staged);
+	return rc < 0 ? rc : stage_gitlinks(g, index, staged);
 }
 
 /*
@@ -416,7 +424,14 @@ static int stage_paths(struct al_git *g, git_index *index, const char *own_dir, 
 	free(checked);
 	if (rc == 0)
 		rc = stage_skipped(g, index, beside);
-	return rc < 0 ? rc : stage_gitlinks(index, beside);
+	/*
+	 * The index is as the last staging left it (watch_changes), which
+	 * counted its nested repositories, and a path staged from the watch
+	 * never adds one: with none, there is no walk of every entry to do.
+	 */
+	if (rc < 0 || (g->gitlinks_known && !g->gitlinks && !*beside))
+		return rc;
+	return stage_gitlinks(g, index, beside);
 }
 
 /*
@@ -579,6 +594,7 @@ void al_git_watch_from_clean(struct al_git *g, git_index *index)
 	if (!g->watch)
 		return;
 	index_left(g, index);
+	g->gitlinks_known = false; /* read from disk: the first staging counts them */
 	ignores_changed(g); /* as they are now */
 	/* nothing staged, nothing changed: the index holds HEAD's tree */
 	g->index_commit_known = git_reference_name_to_id(&g->index_commit, g->repo, "HEAD") == 0;
