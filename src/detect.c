@@ -110,11 +110,6 @@ static size_t detect_dir(const char *dir, struct found *f, size_t max)
 	return n;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* A sensor name from a directory name: letters, digits, '_' and '-'. */
 static char *name_part(const char *s)
 {
@@ -199,7 +194,7 @@ void al_detect_tests(struct al_test_cmds *out)
 	if (d)
 		closedir(d);
 	if (nsubs)
-		qsort(subs, nsubs, sizeof(*subs), cmp_str);
+		al_strv_sort(subs, nsubs);
 	for (size_t i = 0; i < nsubs && n < AL_ARRAY_SIZE(f); i++) {
 		char *dir = al_xprintf("%s/", subs[i]);
 		size_t k = detect_dir(dir, f + n, AL_ARRAY_SIZE(f) - n);

@@ -24,11 +24,6 @@ void al_git_staged_drop(struct al_git *g)
 	g->nstaged = 0;
 }
 
-static int cmp_path(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /*
  * Whether every entry of the index below directory `dir` (with its "/"),
  * the first at `pos`, is among the staged paths: a directory the watch saw made reports
@@ -40,13 +35,9 @@ static bool all_staged_below(git_index *index, size_t pos, const char *dir, char
 	size_t len = strlen(dir);
 	const git_index_entry *e;
 
-	for (; (e = git_index_get_byindex(index, pos)) && !strncmp(e->path, dir, len); pos++) {
-		const char *key = e->path;
-
-		if (git_index_entry_stage(e) == 0 &&
-		    !bsearch(&key, paths, n, sizeof(*paths), cmp_path))
+	for (; (e = git_index_get_byindex(index, pos)) && !strncmp(e->path, dir, len); pos++)
+		if (git_index_entry_stage(e) == 0 && !al_strv_has(paths, n, e->path))
 			return false;
-	}
 	return true;
 }
 

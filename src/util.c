@@ -112,6 +112,22 @@ void al_strv_free(char **v, size_t n)
 	free(v);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void al_strv_sort(char **v, size_t n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_str);
+}
+
+bool al_strv_has(char *const *v, size_t n, const char *s)
+{
+	return n && bsearch(&s, v, n, sizeof(*v), cmp_str);
+}
+
 bool al_starts_with(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;

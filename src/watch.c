@@ -243,11 +243,6 @@ static void event(struct al_watch *w, const struct inotify_event *ev)
 	changed(w, join(dir, ev->name));
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int al_watch_take(struct al_watch *w, char ***paths, size_t *n)
 {
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -277,7 +272,7 @@ int al_watch_take(struct al_watch *w, char ***paths, size_t *n)
 		return -1;
 	w->events = 0;
 	if (w->nchanged > 1)
-		qsort(w->changed, w->nchanged, sizeof(*w->changed), cmp_str);
+		al_strv_sort(w->changed, w->nchanged);
 	for (size_t i = 0; i < w->nchanged; i++) {
 		if (kept && !strcmp(w->changed[kept - 1], w->changed[i]))
 			free(w->changed[i]);

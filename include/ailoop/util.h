@@ -62,6 +62,10 @@ bool al_ends_with(const char *s, const char *suffix);
 
 /* Frees `n` strings and the array that holds them. */
 void al_strv_free(char **v, size_t n);
+/* Sorts `n` strings in byte order (strcmp), as git orders paths. */
+void al_strv_sort(char **v, size_t n);
+/* Whether the `n` strings of `v`, sorted so, hold `s`. */
+bool al_strv_has(char *const *v, size_t n, const char *s);
 
 /* Edit distance, for "did you mean" hints. */
 size_t al_levenshtein(const char *a, const char *b);

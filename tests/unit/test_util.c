@@ -41,3 +41,23 @@ Test(util, utf8_repair_replaces_each_bad_byte_and_keeps_the_rest)
 	cr_assert(al_utf8_valid("\xf0\x9f\x98\x80", 4));
 	al_strbuf_release(&sb);
 }
+
+Test(util, strv_sort_orders_paths_as_git_does_and_has_finds_them)
+{
+	/* byte order: '-' (0x2d) and '.' before '/' (0x2f), upper case before lower */
+	char a[] = "d/x", b[] = "d-x", c[] = "d.x", d[] = "D", e[] = "d";
+	char *v[] = { a, b, c, d, e };
+
+	al_strv_sort(v, 5);
+	cr_assert_str_eq(v[0], "D");
+	cr_assert_str_eq(v[1], "d");
+	cr_assert_str_eq(v[2], "d-x");
+	cr_assert_str_eq(v[3], "d.x");
+	cr_assert_str_eq(v[4], "d/x");
+	for (size_t i = 0; i < 5; i++)
+		cr_assert(al_strv_has(v, 5, v[i]));
+	cr_assert_not(al_strv_has(v, 5, "d/"));
+	cr_assert_not(al_strv_has(v, 5, "e"));
+	cr_assert_not(al_strv_has(NULL, 0, "d"));
+	al_strv_sort(NULL, 0); /* nothing to sort: no array to give qsort */
+}
