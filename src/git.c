@@ -556,7 +556,7 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 	git_oid tree_oid, commit_oid;
 	char *ref = NULL;
 	git_oid tip;
-	bool born, on_parent;
+	bool born, on_parent, intended;
 	int rc = 0;
 
 	/* an agent may have moved HEAD: the run commits where it is, or nowhere */
@@ -600,7 +600,12 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 		rc = al_git_fail("cannot commit");
 		goto done;
 	}
-	/* the objects and the index are on disk before the ref that names them */
+	/*
+	 * The objects and the index are on disk before the ref that names
+	 * them; with them, under the mark, the intent to move it, and the
+	 * last commit's move: this commit's is durable at the next point.
+	 */
+	intended = al_git_intend(g, ref, &tip, &commit_oid) == 0;
 	al_durable_written();
 	if ((rc = al_durable_point()) < 0 || (rc = move_head(g, ref, &commit_oid, &tip, message)) < 0)
 		goto done;
@@ -608,7 +613,7 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 	if (own_dir && !g->restorable && (rc = al_git_mark_restorable(g, own_dir)) < 0)
 		goto done;
 	al_durable_written();
-	if ((rc = al_durable_point()) < 0)
+	if (!intended && (rc = al_durable_point()) < 0)
 		goto done;
 	if (g->restorable)
 		al_durable_relax(true);

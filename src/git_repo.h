@@ -62,6 +62,8 @@ struct al_git {
 	 * restart is on disk (git_restart.c), for the run in this directory.
 	 */
 	bool restorable;
+	size_t mark_len;   /* the mark's own lines, before its intents' slots */
+	unsigned long intents; /* the commits intended under this mark */
 	/* al_git_code_id() of a commit, kept: asked at each step */
 	git_oid code_commit;
 	char code_hex[65];
@@ -111,6 +113,16 @@ int al_git_restore_tree(struct al_git *g, git_tree *tree, const char *keep, cons
  * (al_git_unmark_restorable) restores the run's files from HEAD.
  */
 int al_git_mark_restorable(struct al_git *g, const char *own_dir);
+
+/*
+ * Under the mark, writes that `ref` is to move from `old` to commit `id`,
+ * to be durable with the commit's objects (at the point before the move):
+ * the move itself is then made durable by the next point, not one of its
+ * own, for a restart that lost it finds the commit again from the intent
+ * (al_git_recover_restart). Nonzero: no intent written (no mark, or it
+ * could not be), and the move must be made durable at once.
+ */
+int al_git_intend(struct al_git *g, const char *ref, const git_oid *old, const git_oid *id);
 
 /*
  * A run's first commit may trust a watch too: al_git_watch_early() starts

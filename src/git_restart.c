@@ -10,14 +10,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
  * The mark that HEAD holds a run's state (git.h): "boot <id>\nrun <dir>\n"
  * in the git directory, where it is never committed and stays with the
- * work tree whatever branch is checked out.
+ * work tree whatever branch is checked out. Two slots follow, each the
+ * intent of a commit in turn, "intent <n> <time> <old> <new> <ref>\n" padded
+ * with newlines: written in place before the commit's durable point, one
+ * slot is always whole on disk for the commit before, whose branch move
+ * the point being written may not yet have made durable.
  */
 #define MARK_FILE "ailoop-restorable"
+#define SLOT_SIZE 512
 
 static char *mark_path(struct al_git *g)
 {
@@ -35,9 +42,39 @@ int al_git_mark_restorable(struct al_git *g, const char *own_dir)
 	path = mark_path(g);
 	text = al_xprintf("boot %s\nrun %s\n", boot, own_dir);
 	rc = al_write_atomic(path, text, strlen(text));
-	if (rc == 0)
+	if (rc == 0) {
 		g->restorable = true;
+		g->mark_len = strlen(text);
+		g->intents = 0;
+	}
 	free(text);
+	free(path);
+	return rc;
+}
+
+int al_git_intend(struct al_git *g, const char *ref, const git_oid *old, const git_oid *id)
+{
+	char slot[SLOT_SIZE], from[GIT_OID_HEXSZ + 1], to[GIT_OID_HEXSZ + 1], *path;
+	int n, fd, rc = -1;
+
+	if (!g->restorable)
+		return -1;
+	n = snprintf(slot, sizeof(slot), "intent %lu %lld %s %s %s\n", g->intents + 1,
+		     (long long)time(NULL), git_oid_tostr(from, sizeof(from), old),
+		     git_oid_tostr(to, sizeof(to), id), ref ? ref : "HEAD");
+	if (n < 0 || (size_t)n >= sizeof(slot))
+		return -1; /* a ref name too long for a slot: this move is synced at once */
+	memset(slot + n, '\n', sizeof(slot) - (size_t)n);
+	path = mark_path(g);
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && pwrite(fd, slot, sizeof(slot),
+			      (off_t)(g->mark_len + (g->intents % 2) * SLOT_SIZE)) == SLOT_SIZE) {
+		g->intents++;
+		al_durable_written();
+		rc = 0;
+	}
+	if (fd >= 0)
+		close(fd);
 	free(path);
 	return rc;
 }
@@ -144,6 +181,270 @@ done:
 	return rc;
 }
 
+/* A commit's intent, read back from the mark. */
+struct intent {
+	unsigned long n;
+	long long time; /* when it was written */
+	git_oid old, id;
+	char ref[SLOT_SIZE];
+};
+
+/* The intents in the slots after the mark's own lines, in the order they were written. */
+static size_t read_intents(const char *text, size_t len, struct intent out[2])
+{
+	const char *slots = memchr(text, '\n', len);
+	size_t n = 0;
+
+	slots = slots ? memchr(slots + 1, '\n', len - (size_t)(slots + 1 - text)) : NULL;
+	for (size_t i = 0; slots && i < 2; i++) {
+		size_t at = (size_t)(slots + 1 - text) + i * SLOT_SIZE;
+		char slot[SLOT_SIZE + 1], old[GIT_OID_HEXSZ + 1], id[GIT_OID_HEXSZ + 1];
+		struct intent *in = &out[n];
+
+		if (at + SLOT_SIZE > len)
+			break;
+		memcpy(slot, text + at, SLOT_SIZE);
+		slot[SLOT_SIZE] = '\0';
+		/* torn, or not written yet: whatever does not read whole is no intent */
+		if (sscanf(slot, "intent %lu %lld %40[0-9a-f] %40[0-9a-f] %511[^\n]", &in->n,
+			   &in->time, old, id, in->ref) == 5 &&
+		    git_oid_fromstr(&in->old, old) == 0 && git_oid_fromstr(&in->id, id) == 0 &&
+		    (al_starts_with(in->ref, "refs/heads/") || !strcmp(in->ref, "HEAD")))
+			n++;
+	}
+	if (n == 2 && out[0].n > out[1].n) {
+		struct intent t = out[0];
+
+		out[0] = out[1];
+		out[1] = t;
+	}
+	return n;
+}
+
+/*
+ * Whether object `id` reads whole (inflated, its hash checked). With
+ * `drop`, a loose one whose content the restart tore (not one the system
+ * failed to read) is removed: libgit2 would keep it as it is when the
+ * same object is written again, and a commit would name it torn.
+ */
+static bool object_whole(git_repository *repo, git_odb *odb, const git_oid *id, bool drop)
+{
+	git_odb_object *obj = NULL;
+	const git_error *e;
+	int rc = git_odb_read(&obj, odb, id);
+
+	git_odb_object_free(obj);
+	if (rc == 0)
+		return true;
+	e = git_error_last();
+	if (drop && rc != GIT_ENOTFOUND && e && e->klass != GIT_ERROR_OS &&
+	    e->klass != GIT_ERROR_NOMEMORY) {
+		char hex[GIT_OID_HEXSZ + 1];
+		char *file = al_xprintf("%sobjects/%.2s/%s", git_repository_commondir(repo),
+					git_oid_tostr(hex, sizeof(hex), id), hex + 2);
+
+		if (unlink(file) == 0)
+			al_durable_written();
+		free(file);
+	}
+	return false;
+}
+
+/* Whether every object of tree `id` that `base` (may be NULL) lacks reads whole. */
+static bool tree_whole(git_repository *repo, git_odb *odb, const git_oid *id, git_tree *base)
+{
+	git_tree *tree = NULL;
+	bool whole = object_whole(repo, odb, id, false) && git_tree_lookup(&tree, repo, id) == 0;
+
+	for (size_t i = 0; whole && i < git_tree_entrycount(tree); i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
+		const git_tree_entry *b = base ? git_tree_entry_byname(base, git_tree_entry_name(e))
+					       : NULL;
+		git_tree *sub = NULL;
+
+		if (b && git_oid_equal(git_tree_entry_id(b), git_tree_entry_id(e)))
+			continue; /* the parent's, whole since its commit's point */
+		switch (git_tree_entry_type(e)) {
+		case GIT_OBJECT_TREE:
+			if (b && git_tree_entry_type(b) == GIT_OBJECT_TREE)
+				git_tree_lookup(&sub, repo, git_tree_entry_id(b));
+			whole = tree_whole(repo, odb, git_tree_entry_id(e), sub);
+			git_tree_free(sub);
+			break;
+		case GIT_OBJECT_BLOB:
+			whole = object_whole(repo, odb, git_tree_entry_id(e), false);
+			break;
+		default: /* a nested repository's commit, not in this store */
+			break;
+		}
+	}
+	git_tree_free(tree);
+	return whole;
+}
+
+/*
+ * Removes the loose objects written since `since` that the restart tore:
+ * those of a commit that did not happen (its intent was written before
+ * the point that would have made them durable, the last commit's after
+ * it), found by their time, for a torn tree hides what is below it.
+ */
+static void drop_torn_since(git_repository *repo, long long since)
+{
+	git_odb *odb = NULL;
+
+	if (git_repository_odb(&odb, repo) < 0)
+		return;
+	for (int i = 0; i < 256; i++) {
+		char *path = al_xprintf("%sobjects/%02x", git_repository_commondir(repo), i);
+		DIR *d = opendir(path);
+		struct dirent *e;
+
+		while (d && (e = readdir(d))) {
+			char hex[GIT_OID_HEXSZ + 1];
+			struct stat st;
+			git_oid id;
+
+			if (strlen(e->d_name) != GIT_OID_HEXSZ - 2)
+				continue;
+			snprintf(hex, sizeof(hex), "%02x", i);
+			memcpy(hex + 2, e->d_name, GIT_OID_HEXSZ - 2);
+			hex[GIT_OID_HEXSZ] = '\0';
+			if (git_oid_fromstr(&id, hex) == 0 &&
+			    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    st.st_mtime >= since)
+				object_whole(repo, odb, &id, true);
+		}
+		if (d)
+			closedir(d);
+		free(path);
+	}
+	git_odb_free(odb);
+}
+
+/* Takes the entries that name commit `id` out of the reflogs of `ref` and HEAD. */
+static void drop_from_reflogs(git_repository *repo, const char *ref, const git_oid *id)
+{
+	const char *names[] = { ref, "HEAD" };
+
+	for (size_t k = 0; k < (strcmp(ref, "HEAD") ? 2u : 1u); k++) {
+		git_reflog *log = NULL;
+		size_t dropped = 0;
+
+		if (git_reflog_read(&log, repo, names[k]) < 0)
+			continue;
+		for (size_t i = git_reflog_entrycount(log); i-- > 0;)
+			if (git_oid_equal(git_reflog_entry_id_new(git_reflog_entry_byindex(log, i)), id) &&
+			    git_reflog_drop(log, i, 1) == 0)
+				dropped++;
+		if (dropped && git_reflog_write(log) == 0)
+			al_durable_written();
+		git_reflog_free(log);
+	}
+}
+
+/* Whether commit `id`, on `parent`, and all it adds to it read whole. */
+static bool commit_whole(git_repository *repo, const git_oid *id, const git_oid *parent)
+{
+	git_commit *commit = NULL, *before = NULL;
+	git_tree *base = NULL;
+	git_odb *odb = NULL;
+	bool whole = git_repository_odb(&odb, repo) == 0 && object_whole(repo, odb, id, false) &&
+		     git_commit_lookup(&commit, repo, id) == 0 &&
+		     git_commit_parentcount(commit) == 1 &&
+		     git_oid_equal(git_commit_parent_id(commit, 0), parent) &&
+		     git_commit_lookup(&before, repo, parent) == 0 &&
+		     git_commit_tree(&base, before) == 0 &&
+		     tree_whole(repo, odb, git_commit_tree_id(commit), base);
+
+	git_odb_free(odb);
+	git_tree_free(base);
+	git_commit_free(before);
+	git_commit_free(commit);
+	return whole;
+}
+
+/* Where ref `name` points: 1 (*now), 0 if its file is torn or gone, -1 if it is symbolic. */
+static int ref_target(git_repository *repo, const char *name, git_oid *now)
+{
+	git_reference *ref = NULL;
+	int rc = 0;
+
+	if (git_reference_lookup(&ref, repo, name) == 0)
+		rc = git_reference_type(ref) == GIT_REFERENCE_DIRECT ? 1 : -1;
+	if (rc > 0)
+		git_oid_cpy(now, git_reference_target(ref));
+	git_reference_free(ref);
+	return rc;
+}
+
+/* Moves ref `name` to `id` again, over a file that may be torn. */
+static int move_again(struct al_git *g, const char *name, const git_oid *id, bool torn)
+{
+	git_reference *moved = NULL;
+	char hex[8];
+	int rc = 0;
+
+	if (torn) { /* libgit2 will not replace a ref it cannot read */
+		char *file = al_xprintf("%s%s", strcmp(name, "HEAD") ? git_repository_commondir(g->repo)
+								    : git_repository_path(g->repo),
+					name);
+
+		if (unlink(file) < 0 && errno != ENOENT)
+			rc = al_err(AL_ERROR, "cannot remove '%s': %s", file, strerror(errno));
+		free(file);
+		if (rc < 0)
+			return rc;
+	}
+	if (git_reference_create(&moved, g->repo, name, id, 1,
+				 "ailoop: the run's commit, found again after a restart") < 0)
+		return al_git_fail("cannot move the branch to the run's last commit");
+	git_reference_free(moved);
+	al_durable_written();
+	fprintf(stderr, "ailoop: the machine restarted before %s was on disk at the run's last "
+		"commit (%s): it is there again\n", name, git_oid_tostr(hex, sizeof(hex), id));
+	return 0;
+}
+
+/*
+ * A restart may have lost a branch's moves since the last durable point
+ * (or torn the ref's file): each intent, in turn, whose ref names its old
+ * commit (or cannot be read) and whose commit reads whole, moves the ref
+ * there, as the run had. An intent whose commit did not reach the disk
+ * whole leaves the ref where it is: the commit did not happen; the
+ * objects the restart tore go, to be written anew, and its move leaves
+ * the reflogs.
+ */
+static int roll_forward(struct al_git *g, const char *text, size_t len)
+{
+	struct intent in[2];
+	size_t n = read_intents(text, len, in);
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		git_commit *old = NULL;
+		long long since = in[i].time - 1; /* its objects were written since… */
+		git_oid now;
+		int at = ref_target(g->repo, in[i].ref, &now);
+
+		if (at < 0 || (at > 0 && !git_oid_equal(&now, &in[i].old)))
+			continue; /* moved on, or a symbolic ref: as the run left it */
+		if (commit_whole(g->repo, &in[i].id, &in[i].old)) {
+			rc = move_again(g, in[i].ref, &in[i].id, at == 0);
+			continue;
+		}
+		/* …the commit before was made (its time), and the intent before written */
+		if (git_commit_lookup(&old, g->repo, &in[i].old) == 0 &&
+		    (long long)git_commit_time(old) - 1 < since)
+			since = (long long)git_commit_time(old) - 1;
+		if (i > 0 && in[i - 1].time - 1 < since)
+			since = in[i - 1].time - 1;
+		git_commit_free(old);
+		drop_torn_since(g->repo, since);
+		drop_from_reflogs(g->repo, in[i].ref, &in[i].id);
+	}
+	return rc;
+}
+
 int al_git_recover_restart(struct al_git *g)
 {
 	struct al_strbuf text = AL_STRBUF_INIT;
@@ -162,7 +463,7 @@ int al_git_recover_restart(struct al_git *g)
 	 * commit had not yet made anything relaxed: nothing to restore.
 	 */
 	dir = run_dir_of(text.buf ? text.buf : "", &boot);
-	if (dir && (!now || strcmp(boot, now)))
+	if (dir && (!now || strcmp(boot, now)) && (rc = roll_forward(g, text.buf, text.len)) == 0)
 		rc = restore_run(g, dir);
 	/* this boot's: the killed process's writes are all in the page cache */
 	if (rc == 0)

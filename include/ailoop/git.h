@@ -108,7 +108,9 @@ int al_git_restore(struct al_git *g, const char *commit_hex, const char *keep);
  * (<git-dir>/ailoop-restorable: this boot, the run's directory), and
  * al_git_recover_restart(), as run and resume take the work tree's lock,
  * finds the mark of an earlier boot and restores the run's files from
- * HEAD, as a kill just after that commit would have left them. The mark
+ * HEAD, as a kill just after that commit would have left them; first,
+ * from the intents later commits wrote in the mark, it moves the branch
+ * again to a commit whose move the restart lost (al_git_intend). The mark
  * of this boot (a killed ailoop's) is only taken away, once what the
  * killed process wrote is durable. al_git_unmark_restorable(): the
  * state written from now on is not in the next commit (the run pauses

@@ -25,6 +25,26 @@ T=$TEST_TMP
 export AILOOP_FSYNC=1
 restarts=0
 
+# lose_move: the branch's move to the run's last commit, made durable only by
+# the next commit's point (t66), lost: its ref file as before the move (and
+# its reflog's last line gone), or torn
+moves_lost=0
+lose_move() {
+	local intent old new ref
+	intent=$(grep '^intent ' .git/ailoop-restorable | sort -k2,2n | tail -1)
+	[ -n "$intent" ] || return 0
+	read -r _ _ _ old new ref <<<"$intent"
+	[ "$(git rev-parse -q --verify "$ref")" = "$new" ] || return 0
+	moves_lost=$((moves_lost + 1))
+	if [ $((moves_lost % 2)) -eq 1 ]; then
+		printf '%s\n' "$old" >".git/$ref"
+		sed -i '$d' ".git/logs/$ref"
+		[ "$ref" = HEAD ] || sed -i '$d' .git/logs/HEAD
+	else
+		printf '\0\0\0\0' >".git/$ref"
+	fi
+}
+
 # power_loss: after a kill, what a power loss may leave of what the run wrote since its last commit
 power_loss() {
 	[ -e .git/ailoop-restorable ] || return 0
@@ -43,6 +63,7 @@ power_loss() {
 	for log in .ai-loop/runs/*/events.jsonl .ai-loop/runs/*/memory.jsonl; do
 		[ ! -f "$log" ] || printf '{"torn' >>"$log"
 	done
+	lose_move # (last: what differs from HEAD is what differs from the commit the run made)
 }
 
 # restarted: the kill's commits (in $before), then a power loss
@@ -68,6 +89,7 @@ cp "$T/points" "$T/nested-points"
 nested_ref=$ref_triples
 kill_each_point "$T/nested" "fix all" triples restarted none_lost
 [ "$restarts" -gt 20 ] && pass || fail "only $restarts restarts simulated"
+[ "$moves_lost" -gt 10 ] && pass || fail "only $moves_lost moves of the branch lost"
 nested_restarts=$restarts
 
 # --- rounds of a parallel node whose children share the work tree ------------------
@@ -98,11 +120,16 @@ grep -q "^boot $(cat /proc/sys/kernel/random/boot_id)\$" .git/ailoop-restorable 
 	fail "the mark names this boot"
 cp -a "$w" "$T/same-boot"
 cp -a "$w" "$T/stuck"
+head=$(git rev-parse --short=7 HEAD)
+branch=$(git symbolic-ref HEAD)
+lost=$moves_lost
 power_loss
 : >.git/index.lock # a restart can leave git's lock files too
-head=$(git rev-parse --short=7 HEAD)
+[ "$moves_lost" -gt "$lost" ] && pass || fail "the branch's last move lost"
 run "$AILOOP" resume
 expect_rc 0 "the resume after the restart"
+expect_in "$err" "the machine restarted before $branch was on disk at the run's last commit ($head): it is there again" \
+	"the resume says it moved the branch again"
 expect_in "$err" "the machine restarted while run $(ls .ai-loop/runs | grep run_) was between two commits: its files are as its last commit ($head) left them" \
 	"the resume says what it restored"
 expect_eq "$(tail -c 1 .ai-loop/runs/run_*/events.jsonl | od -An -c | tr -d ' ')" '\n' \
@@ -112,6 +139,29 @@ cd "$T/same-boot"
 run "$AILOOP" resume
 expect_rc 0 "the resume after a kill in this boot"
 expect_not_in "$err" "restarted" "a kill in this boot restores nothing"
+
+# --- a commit the restart tore did not happen: the branch stays, the torn objects go ---------
+cd "$T" && rm -rf torn && cp -a "$T/stuck" torn && cd torn
+read -r _ _ _ old new ref <<<"$(grep '^intent ' .git/ailoop-restorable | sort -k2,2n | tail -1)"
+expect_eq "$(git rev-parse "$ref")" "$new" "the killed run's last commit has its intent in the mark"
+blob=$(git diff-tree -r "$old" "$new" -- todo.txt .ai-loop/runs | awk '{ print $4 }' | head -1)
+tear() { # tear OBJECT: its loose file, as a restart may leave it
+	local f=.git/objects/${1:0:2}/${1:2}
+	rm -f "$f" && printf '\0\0\0\0' >"$f"
+}
+tear "$new"
+tear "$blob"
+printf '%s\n' "$old" >".git/$ref"
+sed -i 's/^boot .*/boot 00000000-0000-0000-0000-000000000000/' .git/ailoop-restorable
+before=$(triples .)
+run "$AILOOP" resume
+expect_rc 0 "the resume after a restart that tore the last commit"
+expect_not_in "$err" "it is there again" "the torn commit is not taken"
+expect_in "$err" "its files are as its last commit (${old:0:7}) left them" "the run goes on from the one before"
+[ ! -e ".git/objects/${new:0:2}/${new:2}" ] && pass || fail "the torn commit's object is left"
+none_lost "$(triples .)" && pass || fail "a commit lost, or a label twice"
+expect_eq "$(run_status)" complete "the run ends"
+git fsck --strict >/dev/null 2>&1 && pass || fail "git fsck after the torn commit: $(git fsck --strict 2>&1 | head -3)"
 
 # --- a run that pauses leaves no mark: a later restart keeps its pause --------------------
 cd "$T" && rm -rf paused && cp -a "$T/nested" paused && cd paused
