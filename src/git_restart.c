@@ -438,9 +438,12 @@ static int roll_forward(struct al_git *g, const char *text, size_t len)
 			since = (long long)git_commit_time(old) - 1;
 		if (i > 0 && in[i - 1].time - 1 < since)
 			since = in[i - 1].time - 1;
-		git_commit_free(old);
 		drop_torn_since(g->repo, since);
 		drop_from_reflogs(g->repo, in[i].ref, &in[i].id);
+		/* a torn ref: the commit the run was on, the one before (made durable then) */
+		if (at == 0 && old)
+			rc = move_again(g, in[i].ref, &in[i].old, true);
+		git_commit_free(old);
 	}
 	return rc;
 }

@@ -163,6 +163,24 @@ none_lost "$(triples .)" && pass || fail "a commit lost, or a label twice"
 expect_eq "$(run_status)" complete "the run ends"
 git fsck --strict >/dev/null 2>&1 && pass || fail "git fsck after the torn commit: $(git fsck --strict 2>&1 | head -3)"
 
+# the same, the ref's file torn too, and no intent before (the first after
+# the mark): the branch goes back to the commit before
+cd "$T" && rm -rf torn-ref && cp -a "$T/stuck" torn-ref && cd torn-ref
+tear "$new"
+tear "$blob"
+git update-ref "$ref" "$old" && before=$(triples .)
+printf '\0\0\0\0' >".git/$ref"
+sed -i "/^intent [0-9]* [0-9]* [0-9a-f]* $old /s/./x/g" .git/ailoop-restorable
+expect_eq "$(grep -c '^intent ' .git/ailoop-restorable)" 1 "one intent left in the mark"
+sed -i 's/^boot .*/boot 00000000-0000-0000-0000-000000000000/' .git/ailoop-restorable
+run "$AILOOP" resume
+expect_rc 0 "the resume after a restart that tore the last commit and the branch's file"
+expect_in "$err" "before $ref was on disk at the run's last commit (${old:0:7}): it is there again" \
+	"the branch is on the commit before the torn one again"
+none_lost "$(triples .)" && pass || fail "torn ref: a commit lost, or a label twice"
+expect_eq "$(run_status)" complete "torn ref: the run ends"
+git fsck --strict >/dev/null 2>&1 && pass || fail "git fsck after the torn ref: $(git fsck --strict 2>&1 | head -3)"
+
 # --- a run that pauses leaves no mark: a later restart keeps its pause --------------------
 cd "$T" && rm -rf paused && cp -a "$T/nested" paused && cd paused
 cat >.ai-loop/agents/slow.md <<'MD'
