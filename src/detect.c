@@ -193,8 +193,7 @@ void al_detect_tests(struct al_test_cmds *out)
 	}
 	if (d)
 		closedir(d);
-	if (nsubs)
-		al_strv_sort(subs, nsubs);
+	al_strv_sort(subs, nsubs);
 	for (size_t i = 0; i < nsubs && n < AL_ARRAY_SIZE(f); i++) {
 		char *dir = al_xprintf("%s/", subs[i]);
 		size_t k = detect_dir(dir, f + n, AL_ARRAY_SIZE(f) - n);

@@ -254,7 +254,7 @@ static bool object_whole(git_repository *repo, git_odb *odb, const git_oid *id, 
 static bool tree_whole(git_repository *repo, git_odb *odb, const git_oid *id, git_tree *base)
 {
 	git_tree *tree = NULL;
-	bool whole = object_whole(repo, odb, id, false) && git_tree_lookup(&tree, repo, id) == 0;
+	bool whole = git_tree_lookup(&tree, repo, id) == 0; /* read whole, its hash checked */
 
 	for (size_t i = 0; whole && i < git_tree_entrycount(tree); i++) {
 		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
@@ -348,8 +348,8 @@ static bool commit_whole(git_repository *repo, const git_oid *id, const git_oid 
 	git_commit *commit = NULL, *before = NULL;
 	git_tree *base = NULL;
 	git_odb *odb = NULL;
-	bool whole = git_repository_odb(&odb, repo) == 0 && object_whole(repo, odb, id, false) &&
-		     git_commit_lookup(&commit, repo, id) == 0 &&
+	bool whole = git_repository_odb(&odb, repo) == 0 &&
+		     git_commit_lookup(&commit, repo, id) == 0 && /* read whole, its hash checked */
 		     git_commit_parentcount(commit) == 1 &&
 		     git_oid_equal(git_commit_parent_id(commit, 0), parent) &&
 		     git_commit_lookup(&before, repo, parent) == 0 &&

@@ -189,17 +189,18 @@ static int stage_gitlinks(struct al_git *g, git_index *index, size_t *staged)
 		path = al_strdup(e->path); /* the entry, path and all, goes when replaced */
 		moved = *e;
 		moved.path = path;
-		links++;
 		if (lstat(path, &st) < 0 && errno == ENOENT) {
 			++*staged;
-			links--;
 			rc = git_index_remove_bypath(index, path);
 			i--; /* the next entry took its place */
-		} else if (git_repository_open(&sub, path) == 0 &&
-			   git_reference_name_to_id(&moved.id, sub, "HEAD") == 0 &&
-			   !git_oid_equal(&moved.id, &e->id)) {
-			++*staged;
-			rc = git_index_add(index, &moved);
+		} else {
+			links++;
+			if (git_repository_open(&sub, path) == 0 &&
+			    git_reference_name_to_id(&moved.id, sub, "HEAD") == 0 &&
+			    !git_oid_equal(&moved.id, &e->id)) {
+				++*staged;
+				rc = git_index_add(index, &moved);
+			}
 		}
 		git_repository_free(sub);
 		free(path);
@@ -308,21 +309,36 @@ static bool ignores_only_more(git_repository *repo, git_index *index, const char
 static bool beyond_link(const char *path, char **checked)
 {
 	const char *slash = strrchr(path, '/');
-	size_t len = slash ? (size_t)(slash - path) : 0;
+	size_t len = slash ? (size_t)(slash - path) : 0, from = 0;
 	struct stat st;
+	bool link;
+	char *dir;
 
-	if (!len || (*checked && strlen(*checked) == len && !strncmp(*checked, path, len)))
+	if (!len)
 		return false;
-	for (const char *p = strchr(path, '/'); p; p = strchr(p + 1, '/')) {
-		char *dir = al_strndup(path, (size_t)(p - path));
-		bool link = lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode);
+	if (*checked) { /* the same directory, or one below it: what it checked holds */
+		size_t have = strlen(*checked);
 
+		if (have == len && !strncmp(*checked, path, len))
+			return false;
+		if (have < len && !strncmp(*checked, path, have) && path[have] == '/')
+			from = have + 1;
+	}
+	dir = al_strndup(path, len);
+	for (char *p = strchr(dir + from, '/');; p = strchr(p + 1, '/')) {
+		if (p)
+			*p = '\0'; /* each directory on the way, then `dir` itself */
+		link = lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode);
+		if (link || !p)
+			break;
+		*p = '/';
+	}
+	if (link) {
 		free(dir);
-		if (link)
-			return true;
+		return true;
 	}
 	free(*checked);
-	*checked = al_strndup(path, len);
+	*checked = dir;
 	return false;
 }
 

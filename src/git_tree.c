@@ -26,8 +26,8 @@ void al_git_staged_drop(struct al_git *g)
 
 /*
  * Whether every entry of the index below directory `dir` (with its "/"),
- * the first at `pos`, is among the staged paths: a directory the watch saw made reports
- * each file in it, which then is updated on its own.
+ * the first at `pos`, is among the staged paths: a directory the watch
+ * saw made reports each file in it, which then is updated on its own.
  */
 static bool all_staged_below(git_index *index, size_t pos, const char *dir, char **paths,
 			     size_t n)

@@ -271,8 +271,7 @@ int al_watch_take(struct al_watch *w, char ***paths, size_t *n)
 	if (w->broken)
 		return -1;
 	w->events = 0;
-	if (w->nchanged > 1)
-		al_strv_sort(w->changed, w->nchanged);
+	al_strv_sort(w->changed, w->nchanged);
 	for (size_t i = 0; i < w->nchanged; i++) {
 		if (kept && !strcmp(w->changed[kept - 1], w->changed[i]))
 			free(w->changed[i]);
