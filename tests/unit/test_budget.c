@@ -24,6 +24,8 @@ static bool limited_by(const struct al_flow *f, const char *text, int exit_code)
 	return hit;
 }
 
+TestSuite(budget, .fini = unit_leave_tmpdir);
+
 Test(budget, default_rate_limit_pattern)
 {
 	struct al_flow f;
