@@ -568,6 +568,9 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 		rc = al_git_fail("cannot read HEAD");
 		goto done;
 	}
+	/* the run's first commit here: a restart from now on may tear the objects it writes */
+	if (own_dir && (rc = al_git_mark_pending(g)) < 0)
+		goto done;
 	on_parent = g->index_commit_known && git_oid_equal(&g->index_commit, &tip);
 	g->index_commit_known = false; /* until this commit is made */
 	if (git_repository_index(&index, g->repo) < 0 ||

@@ -62,6 +62,7 @@ struct al_git {
 	 * restart is on disk (git_restart.c), for the run in this directory.
 	 */
 	bool restorable;
+	bool pending; /* the mark before the run's first commit here (al_git_mark_pending) */
 	size_t mark_len;   /* the mark's own lines, before its intents' slots */
 	unsigned long intents; /* the commits intended under this mark */
 	/* al_git_code_id() of a commit, kept: asked at each step */

@@ -21,7 +21,9 @@
  * intent of a commit in turn, "intent <n> <time> <old> <new> <ref>\n" padded
  * with newlines: written in place before the commit's durable point, one
  * slot is always whole on disk for the commit before, whose branch move
- * the point being written may not yet have made durable.
+ * the point being written may not yet have made durable. Before the run's
+ * first commit in a process, the mark is pending: "boot <id>\nsince
+ * <time>\n", the objects written from then on may be torn by a restart.
  */
 #define MARK_FILE "ailoop-restorable"
 #define SLOT_SIZE 512
@@ -44,10 +46,33 @@ int al_git_mark_restorable(struct al_git *g, const char *own_dir)
 	rc = al_write_atomic(path, text, strlen(text));
 	if (rc == 0) {
 		g->restorable = true;
+		g->pending = false;
 		g->mark_len = strlen(text);
 		g->intents = 0;
 	}
 	free(text);
+	free(path);
+	return rc;
+}
+
+int al_git_mark_pending(struct al_git *g)
+{
+	const char *boot = al_boot_id();
+	char *path, *text;
+	int rc = 0;
+
+	if (!boot || g->restorable || g->pending)
+		return 0;
+	path = mark_path(g);
+	if (access(path, F_OK) < 0) {
+		text = al_xprintf("boot %s\nsince %lld\n", boot, (long long)time(NULL));
+		if ((rc = al_write_atomic(path, text, strlen(text))) == 0) {
+			g->pending = true;
+			al_durable_written();
+			rc = al_durable_point();
+		}
+		free(text);
+	}
 	free(path);
 	return rc;
 }
@@ -98,23 +123,33 @@ int al_git_unmark_restorable(struct al_git *g)
 	char *path;
 	int rc;
 
-	if (!g || !g->restorable)
+	if (!g || (!g->restorable && !g->pending))
 		return 0;
 	path = mark_path(g);
 	rc = unmark(path);
 	free(path);
 	if (rc == 0) {
 		g->restorable = false;
+		g->pending = false;
 		al_durable_relax(false);
 	}
 	return rc;
 }
 
-/* The mark's run directory, if it is one a run of this repository could have. */
-static const char *run_dir_of(const char *text, const char **boot)
+/*
+ * The mark's run directory, if it is one a run of this repository could
+ * have; NULL for a pending mark, whose time is in *since.
+ */
+static const char *run_dir_of(const char *text, const char **boot, long long *since)
 {
 	static char dir[4096], id[64];
 
+	*boot = NULL;
+	*since = -1;
+	if (sscanf(text, "boot %63s\nsince %lld\n", id, since) == 2) {
+		*boot = id;
+		return NULL;
+	}
 	if (sscanf(text, "boot %63s\nrun %4095s\n", id, dir) != 2)
 		return NULL;
 	*boot = id;
@@ -405,6 +440,20 @@ static int move_again(struct al_git *g, const char *name, const git_oid *id, boo
 	return 0;
 }
 
+/* The time of the commit at HEAD, or 0 (from the start) if it cannot be read. */
+static long long head_time(git_repository *repo)
+{
+	git_commit *commit = NULL;
+	long long t = 0;
+	git_oid id;
+
+	if (git_reference_name_to_id(&id, repo, "HEAD") == 0 &&
+	    git_commit_lookup(&commit, repo, &id) == 0)
+		t = (long long)git_commit_time(commit);
+	git_commit_free(commit);
+	return t;
+}
+
 /*
  * A restart may have lost a branch's moves since the last durable point
  * (or torn the ref's file): each intent, in turn, whose ref names its old
@@ -451,8 +500,9 @@ static int roll_forward(struct al_git *g, const char *text, size_t len)
 int al_git_recover_restart(struct al_git *g)
 {
 	struct al_strbuf text = AL_STRBUF_INIT;
-	const char *dir, *boot = NULL, *now = al_boot_id();
+	const char *dir, *boot, *now = al_boot_id();
 	char *path = mark_path(g);
+	long long since;
 	int rc = 0;
 
 	if (al_strbuf_read_file(&text, path, 8192) < 0) {
@@ -465,9 +515,20 @@ int al_git_recover_restart(struct al_git *g)
 	 * A mark torn by the restart was being written when the run's first
 	 * commit had not yet made anything relaxed: nothing to restore.
 	 */
-	dir = run_dir_of(text.buf ? text.buf : "", &boot);
-	if (dir && (!now || strcmp(boot, now)) && (rc = roll_forward(g, text.buf, text.len)) == 0)
-		rc = restore_run(g, dir);
+	dir = run_dir_of(text.buf ? text.buf : "", &boot, &since);
+	if (boot && (dir || since >= 0) && (!now || strcmp(boot, now))) {
+		/*
+		 * The objects written since the last durable point (HEAD's
+		 * commit's, or the pending mark's) may be torn, those of a
+		 * commit that had not reached its intent too.
+		 */
+		if (dir && (rc = roll_forward(g, text.buf, text.len)) == 0)
+			since = head_time(g->repo);
+		if (rc == 0)
+			drop_torn_since(g->repo, since - 1);
+		if (dir && rc == 0)
+			rc = restore_run(g, dir);
+	}
 	/* this boot's: the killed process's writes are all in the page cache */
 	if (rc == 0)
 		rc = unmark(path);

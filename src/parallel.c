@@ -634,6 +634,9 @@ static int merge(struct al_node_run *nr, bool *conflict, char *msg, size_t size)
 	int rc = al_git_head(ex->git, &here, oid);
 
 	*conflict = false;
+	/* a restart may tear the merges' objects, which a merge made again would name */
+	if (rc >= 0 && !ex->isolated)
+		rc = al_git_mark_pending(ex->git);
 	for (size_t k = 0; k < n->nchildren && rc >= 0 && !*conflict; k++) {
 		const struct al_node *c = n->children[k];
 		char *branch, *name, *files = NULL, *summary;

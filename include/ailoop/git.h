@@ -110,8 +110,10 @@ int al_git_restore(struct al_git *g, const char *commit_hex, const char *keep);
  * finds the mark of an earlier boot and restores the run's files from
  * HEAD, as a kill just after that commit would have left them; first,
  * from the intents later commits wrote in the mark, it moves the branch
- * again to a commit whose move the restart lost (al_git_intend). The mark
- * of this boot (a killed ailoop's) is only taken away, once what the
+ * again to a commit whose move the restart lost (al_git_intend), and it
+ * removes the loose objects written since the last durable point (since
+ * HEAD's commit, or a pending mark's time) that no longer read whole. The
+ * mark of this boot (a killed ailoop's) is only taken away, once what the
  * killed process wrote is durable. al_git_unmark_restorable(): the
  * state written from now on is not in the next commit (the run pauses
  * or ends, or a parallel node's children write it in their worktrees),
@@ -119,6 +121,17 @@ int al_git_restore(struct al_git *g, const char *commit_hex, const char *keep);
  */
 int al_git_recover_restart(struct al_git *g);
 int al_git_unmark_restorable(struct al_git *g);
+
+/*
+ * Before the run's first commit in this process (or a parallel node's
+ * merges) writes an object: marks, durable before any object is written,
+ * that a restart from now on may tear loose objects, which a commit would
+ * otherwise name as they are when it writes the same ones again (libgit2
+ * keeps the file of an object that is there); al_git_recover_restart()
+ * removes those that no longer read whole. A mark there already (a
+ * sibling's, sharing the work tree) says as much.
+ */
+int al_git_mark_pending(struct al_git *g);
 
 /*
  * An identity of the code at HEAD: the hash of its tree's entries but

@@ -2,8 +2,9 @@
 # The durable points (what survives a power loss), seen in the system
 # calls of a run with fsync on: a commit's objects and index reach the
 # disk (syncfs) before the ref that names them moves; the run's first
-# commit marks that HEAD holds the run's state, and its ref reaches the
-# disk before anything records the commit. From then on agents start
+# commit marks, before its objects, that a restart may tear them (t76),
+# then that HEAD holds the run's state, and its ref reaches the disk
+# before anything records the commit. From then on agents start
 # without a sync of their own (a restart restores the run's files from
 # HEAD: t76), and each commit has one point: its intent to move the ref,
 # written in the mark, reaches the disk with its objects (and with the
@@ -29,7 +30,7 @@ AILOOP_FSYNC=1 strace -f -y -e trace=syncfs,fsync,rename,link,unlink,execve,pwri
 expect_eq "$rc" 0 "the traced run completes"
 main=$(head -1 "$TEST_TMP/trace" | awk '{ print $1 }')
 
-# the main process's syncfs, renames and links, the mark, and the agents' starts, in order
+# the main process's syncfs, renames and links (of objects apart), the mark, and the agents' starts, in order
 events=$(awk -v main="$main" '
 	/ = -1 / { next } # (libgit2 tries a link first, then renames)
 	$1 == main && $2 ~ /^syncfs\(/ { print "sync"; next }
@@ -39,13 +40,19 @@ events=$(awk -v main="$main" '
 	$1 == main && /ailoop-restorable"/ && $2 ~ /^unlink\(/ { print "unmark"; next }
 	$1 == main && $2 ~ /^pwrite64\([0-9]+<.*\/ailoop-restorable>/ { print "intent"; next }
 	$2 ~ /^pwrite64\(/ { next }
+	$1 == main && $2 ~ /^link\(/ && /\/objects\/[0-9a-f][0-9a-f]\// { print "object"; next }
 	$1 == main && $2 ~ /^(rename|link)\(/ { print "write"; next }
 	$1 != main && /execve\(".*\/sh", \["sh", "\.ai-loop\/agents\// { print "agent" }' "$TEST_TMP/trace")
 commits=$(git log --format=%s | grep -c '^ai-loop\[fix\]')
 expect_eq "$(printf '%s\n' "$events" | grep -c '^ref$')" "$commits" "each commit moves the branch once"
 expect_eq "$(printf '%s\n' "$events" | grep -B1 '^ref$' | grep -vc -e '^ref$' -e '^--$' -e '^sync$')" 0 \
 	"the objects and index are synced before the branch moves"
-expect_eq "$(printf '%s\n' "$events" | grep -c '^mark$')" 1 "the run's state is marked as in HEAD once"
+expect_eq "$(printf '%s\n' "$events" | grep -c '^mark$')" 2 \
+	"the run's first commit marks twice: pending, then the run's state as in HEAD"
+expect_eq "$(printf '%s\n' "$events" | grep -m1 -A1 '^mark$' | tr '\n' ' ')" "mark sync " \
+	"the pending mark is synced on its own, before the first commit writes an object"
+expect_eq "$(printf '%s\n' "$events" | awk '/^mark$/ { exit } /^object$/ { n++ } END { print n + 0 }')" 0 \
+	"no object is written before it"
 expect_eq "$(printf '%s\n' "$events" | grep -m1 -A2 '^ref$' | tr '\n' ' ')" "ref mark sync " \
 	"by the run's first commit, whose branch is synced before anything else is written"
 expect_eq "$(printf '%s\n' "$events" | grep -c '^intent$')" $((commits - 1)) \

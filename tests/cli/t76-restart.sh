@@ -50,6 +50,8 @@ power_loss() {
 	[ -e .git/ailoop-restorable ] || return 0
 	restarts=$((restarts + 1))
 	sed -i 's/^boot .*/boot 00000000-0000-0000-0000-000000000000/' .git/ailoop-restorable
+	# pending (before the first commit here): what the run wrote was synced, objects aside
+	grep -q '^run ' .git/ailoop-restorable || return 0
 	git status --porcelain --untracked-files=all -- .ai-loop/runs | cut -c4- | awk '{ print NR, $0 }' |
 		while read -r n path; do
 			[ -f "$path" ] || continue
@@ -180,6 +182,40 @@ expect_in "$err" "before $ref was on disk at the run's last commit (${old:0:7}):
 none_lost "$(triples .)" && pass || fail "torn ref: a commit lost, or a label twice"
 expect_eq "$(run_status)" complete "torn ref: the run ends"
 git fsck --strict >/dev/null 2>&1 && pass || fail "git fsck after the torn ref: $(git fsck --strict 2>&1 | head -3)"
+
+# --- an object torn after the last durable point, written again: it is written anew --------
+# The agent's work reached the disk, the blob ailoop made of it just before
+# the restart did not: written again by the resumed commit, libgit2 would
+# keep the torn file as it is, and the commit would name it.
+# torn_later MARK-STATE: a file the agent wrote, its blob torn, the boot another; one resume
+torn_later() {
+	printf 'the agent wrote this before the restart\n' >notes.txt
+	local blob
+	blob=$(git hash-object notes.txt)
+	mkdir -p ".git/objects/${blob:0:2}" && printf '\0\0\0\0' >".git/objects/${blob:0:2}/${blob:2}"
+	sed -i 's/^boot .*/boot 00000000-0000-0000-0000-000000000000/' .git/ailoop-restorable
+	before=$(triples .)
+	run "$AILOOP" resume
+	expect_rc 0 "$1: the resume after a restart that tore an object"
+	none_lost "$(triples .)" && pass || fail "$1: a commit lost, or a label twice"
+	expect_eq "$(run_status)" complete "$1: the run ends"
+	expect_eq "$(git show HEAD:notes.txt 2>&1)" "the agent wrote this before the restart" \
+		"$1: the agent's file is committed"
+	git fsck --strict >/dev/null 2>&1 && pass || fail "$1: git fsck: $(git fsck --strict 2>&1 | head -3)"
+}
+# after the newest intent, whose commit reads whole (the next had not reached its intent)
+cd "$T" && rm -rf torn-later && cp -a "$T/stuck" torn-later && cd torn-later
+grep -q '^run ' .git/ailoop-restorable && pass || fail "the killed run's mark names its directory"
+torn_later "after the intents"
+# before the run's first commit: the mark is pending (what the run wrote was synced before each agent)
+cd "$T" && rm -rf torn-first && cp -a "$T/nested" torn-first && cd torn-first
+point=$(grep -m1 ' staged$' "$T/nested-points" | cut -d' ' -f1)
+rc=$({ AILOOP_CRASH_AT=$point "$AILOOP" run --quiet "fix all" >/dev/null 2>&1; echo $?; } 2>/dev/null)
+expect_eq "$rc" 137 "killed as its first commit staged"
+expect_eq "$(git log --format=%s | grep -c '^ai-loop')" 0 "before the commit"
+expect_eq "$(sed -n 's/^\(boot\|since\) .*/\1/p' .git/ailoop-restorable | tr '\n' ' ')" "boot since " \
+	"the mark is pending"
+torn_later "the first commit"
 
 # --- a run that pauses leaves no mark: a later restart keeps its pause --------------------
 cd "$T" && rm -rf paused && cp -a "$T/nested" paused && cd paused
