@@ -855,9 +855,14 @@ int al_parallel_run(struct al_exec *ex, const struct al_node *n, const char *tas
 		}
 		free(branch);
 	}
-	/* the children's state goes into no commit of HEAD's until they are merged */
-	if (rc == 0 && isolated(n) && !ex->isolated)
-		rc = al_git_unmark_restorable(ex->git);
+	/*
+	 * The children's state goes into no commit of HEAD's until they are
+	 * merged; but a restart may tear the objects they write in the
+	 * repository's store, which they would name when they write them again.
+	 */
+	if (rc == 0 && isolated(n) && !ex->isolated &&
+	    (rc = al_git_unmark_restorable(ex->git)) == 0)
+		rc = al_git_mark_pending(ex->git);
 	while (!done && rc == 0) {
 		if (al_signals_count()) {
 			rc = AL_EINTR;

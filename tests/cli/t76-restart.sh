@@ -217,6 +217,43 @@ expect_eq "$(sed -n 's/^\(boot\|since\) .*/\1/p' .git/ailoop-restorable | tr '\n
 	"the mark is pending"
 torn_later "the first commit"
 
+# a parallel node whose children work in worktrees: the mark is pending while they do
+loop_repo "$T/wt" x
+scripted_agents "$T/wt" action
+cat >"$T/wt/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+defaults:
+  action_agent: .ai-loop/agents/action.md
+flow:
+  id: main
+  type: sequence
+  children:
+    - {id: first, skill: first}
+    - id: par
+      type: parallel
+      isolation: worktree
+      children:
+        - {id: a, skill: a}
+        - {id: b, skill: b}
+YAML
+commit_all "$T/wt"
+reference_run "$T/wt" "deliver it" triples
+expect_eq "$ref_rc $ref_status" "0 complete" "the worktree reference run succeeds"
+cd "$T" && rm -rf torn-wt && cp -a "$T/wt" torn-wt && cd torn-wt
+point=$(grep -n 'ailoop-restorable$' "$T/points" | sed -n 3p | cut -d: -f1)
+rc=$({ AILOOP_CRASH_AT=$point "$AILOOP" run --quiet "deliver it" >/dev/null 2>&1; echo $?; } 2>/dev/null)
+expect_eq "$rc" 137 "killed as the parallel node marks"
+expect_eq "$(sed -n 's/^\(boot\|since\) .*/\1/p' .git/ailoop-restorable | tr '\n' ' ')" "boot since " \
+	"the mark is pending while the children work in worktrees"
+blob=$(echo "made by a" | git hash-object --stdin)
+mkdir -p ".git/objects/${blob:0:2}" && printf '\0\0\0\0' >".git/objects/${blob:0:2}/${blob:2}"
+sed -i 's/^boot .*/boot 00000000-0000-0000-0000-000000000000/' .git/ailoop-restorable
+run "$AILOOP" resume
+expect_rc 0 "the resume after a restart that tore a child's blob"
+expect_eq "$(run_status)" complete "worktrees: the run ends"
+expect_eq "$(git show HEAD:a-0.txt 2>&1)" "made by a" "the child's file is merged whole"
+git fsck --strict >/dev/null 2>&1 && pass || fail "worktrees: git fsck: $(git fsck --strict 2>&1 | head -3)"
+
 # --- a run that pauses leaves no mark: a later restart keeps its pause --------------------
 cd "$T" && rm -rf paused && cp -a "$T/nested" paused && cd paused
 cat >.ai-loop/agents/slow.md <<'MD'
