@@ -204,7 +204,6 @@ static int restore_run(struct al_git *g, const char *dir)
 	    git_tree_entry_bypath(&entry, tree, dir) < 0)
 		goto done;
 	end_torn_lines(dir);
-	al_git_clear_stale_locks(g, NULL); /* a restart left them: nobody holds them */
 	if ((rc = al_git_restore_tree(g, tree, NULL, dir)) == 0)
 		fprintf(stderr, "ailoop: the machine restarted while run %s was between two "
 			"commits: its files are as its last commit (%s) left them\n",
@@ -262,18 +261,23 @@ static size_t read_intents(const char *text, size_t len, struct intent out[2])
  * failed to read) is removed: libgit2 would keep it as it is when the
  * same object is written again, and a commit would name it torn.
  */
+/* Whether libgit2's last error is of what it read, not of the system that read it. */
+static bool content_error(void)
+{
+	const git_error *e = git_error_last();
+
+	return e && e->klass != GIT_ERROR_OS && e->klass != GIT_ERROR_NOMEMORY;
+}
+
 static bool object_whole(git_repository *repo, git_odb *odb, const git_oid *id, bool drop)
 {
 	git_odb_object *obj = NULL;
-	const git_error *e;
 	int rc = git_odb_read(&obj, odb, id);
 
 	git_odb_object_free(obj);
 	if (rc == 0)
 		return true;
-	e = git_error_last();
-	if (drop && rc != GIT_ENOTFOUND && e && e->klass != GIT_ERROR_OS &&
-	    e->klass != GIT_ERROR_NOMEMORY) {
+	if (drop && rc != GIT_ENOTFOUND && content_error()) {
 		char hex[GIT_OID_HEXSZ + 1];
 		char *file = al_xprintf("%sobjects/%.2s/%s", git_repository_commondir(repo),
 					git_oid_tostr(hex, sizeof(hex), id), hex + 2);
@@ -440,6 +444,47 @@ static int move_again(struct al_git *g, const char *name, const git_oid *id, boo
 	return 0;
 }
 
+/*
+ * git's index, torn by the restart as a commit wrote it (it is written
+ * anew at every commit, durable at the commit's point): made again from
+ * HEAD, whose files the next commit hashes again. git would not read it.
+ */
+static int repair_index(struct al_git *g)
+{
+	char *path = al_xprintf("%sindex", git_repository_path(g->repo));
+	git_index *index = NULL;
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	git_oid head;
+	int rc = 0;
+
+	if (git_index_open(&index, path) == 0 || !content_error())
+		goto done; /* whole (or gone), or not to be read: the run says so later */
+	if (unlink(path) < 0) {
+		rc = al_err(AL_ERROR, "cannot remove '%s': %s", path, strerror(errno));
+		goto done;
+	}
+	git_index_free(index);
+	index = NULL;
+	if (git_repository_index(&index, g->repo) < 0 ||
+	    (git_reference_name_to_id(&head, g->repo, "HEAD") == 0 &&
+	     (git_commit_lookup(&commit, g->repo, &head) < 0 ||
+	      git_commit_tree(&tree, commit) < 0 || git_index_read_tree(index, tree) < 0)) ||
+	    git_index_write(index) < 0) {
+		rc = al_git_fail("cannot make git's index again");
+		goto done;
+	}
+	al_durable_written();
+	fprintf(stderr, "ailoop: the machine restarted while git's index was written: "
+		"it is made again from HEAD\n");
+done:
+	git_tree_free(tree);
+	git_commit_free(commit);
+	git_index_free(index);
+	free(path);
+	return rc;
+}
+
 /* The time of the commit at HEAD, or 0 (from the start) if it cannot be read. */
 static long long head_time(git_repository *repo)
 {
@@ -477,6 +522,8 @@ static int roll_forward(struct al_git *g, const char *text, size_t len)
 
 		if (at < 0 || (at > 0 && !git_oid_equal(&now, &in[i].old)))
 			continue; /* moved on, or a symbolic ref: as the run left it */
+		if (al_starts_with(in[i].ref, "refs/heads/"))
+			al_git_clear_stale_locks(g, in[i].ref + strlen("refs/heads/"));
 		if (commit_whole(g->repo, &in[i].id, &in[i].old)) {
 			rc = move_again(g, in[i].ref, &in[i].id, at == 0);
 			continue;
@@ -522,10 +569,13 @@ int al_git_recover_restart(struct al_git *g)
 		 * commit's, or the pending mark's) may be torn, those of a
 		 * commit that had not reached its intent too.
 		 */
+		al_git_clear_stale_locks(g, NULL); /* a restart left them: nobody holds them */
 		if (dir && (rc = roll_forward(g, text.buf, text.len)) == 0)
 			since = head_time(g->repo);
 		if (rc == 0)
 			drop_torn_since(g->repo, since - 1);
+		if (rc == 0)
+			rc = repair_index(g);
 		if (dir && rc == 0)
 			rc = restore_run(g, dir);
 	}

@@ -12,7 +12,8 @@
 # children share the work tree, the run is killed and then what a power
 # loss may do is done to it: the mark's boot is made an earlier one, each
 # of the run's files that differ from HEAD is torn (half of it, then
-# zeros) or lost, and its logs get a torn last line. One resume must end
+# zeros) or lost, its logs get a torn last line, and every other time
+# git's index is torn. One resume must end
 # the run as the run left alone ends (exit, status, tree), with every
 # commit made before the kill still there (none lost) and no label twice,
 # a clean `git fsck --strict` and work tree. The steps since the last
@@ -45,6 +46,12 @@ lose_move() {
 	fi
 }
 
+# tear_index: git's index torn, half of it then zeros
+tear_index() {
+	{ head -c $(($(stat -c %s .git/index) / 2)) .git/index; printf '\0\0\0\0'; } >.git/index.torn
+	mv .git/index.torn .git/index
+}
+
 # power_loss: after a kill, what a power loss may leave of what the run wrote since its last commit
 power_loss() {
 	[ -e .git/ailoop-restorable ] || return 0
@@ -65,6 +72,7 @@ power_loss() {
 	for log in .ai-loop/runs/*/events.jsonl .ai-loop/runs/*/memory.jsonl; do
 		[ ! -f "$log" ] || printf '{"torn' >>"$log"
 	done
+	[ $((restarts % 2)) -eq 1 ] || tear_index # as a commit wrote it, every other restart
 	lose_move # (last: what differs from HEAD is what differs from the commit the run made)
 }
 
@@ -127,11 +135,15 @@ branch=$(git symbolic-ref HEAD)
 lost=$moves_lost
 power_loss
 : >.git/index.lock # a restart can leave git's lock files too
+: >".git/$branch.lock"
+tear_index
 [ "$moves_lost" -gt "$lost" ] && pass || fail "the branch's last move lost"
 run "$AILOOP" resume
 expect_rc 0 "the resume after the restart"
 expect_in "$err" "the machine restarted before $branch was on disk at the run's last commit ($head): it is there again" \
 	"the resume says it moved the branch again"
+expect_in "$err" "the machine restarted while git's index was written: it is made again from HEAD" \
+	"the resume says it made git's index again"
 expect_in "$err" "the machine restarted while run $(ls .ai-loop/runs | grep run_) was between two commits: its files are as its last commit ($head) left them" \
 	"the resume says what it restored"
 expect_eq "$(tail -c 1 .ai-loop/runs/run_*/events.jsonl | od -An -c | tr -d ' ')" '\n' \
