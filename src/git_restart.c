@@ -1,5 +1,6 @@
 #include "git_repo.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/proc.h"
 #include "ailoop/run.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
@@ -445,13 +446,14 @@ static int move_again(struct al_git *g, const char *name, const git_oid *id, boo
 }
 
 /*
- * git's index, torn by the restart as a commit wrote it (it is written
- * anew at every commit, durable at the commit's point): made again from
- * HEAD, whose files the next commit hashes again. git would not read it.
+ * git's index of `repo` (`whose`: "" or " of worktree <path>"), torn by
+ * the restart as a commit wrote it (it is written anew at every commit,
+ * durable at the commit's point): made again from HEAD, whose files the
+ * next commit hashes again. git would not read it.
  */
-static int repair_index(struct al_git *g)
+static int repair_index(git_repository *repo, const char *whose)
 {
-	char *path = al_xprintf("%sindex", git_repository_path(g->repo));
+	char *path = al_xprintf("%sindex", git_repository_path(repo));
 	git_index *index = NULL;
 	git_commit *commit = NULL;
 	git_tree *tree = NULL;
@@ -466,22 +468,55 @@ static int repair_index(struct al_git *g)
 	}
 	git_index_free(index);
 	index = NULL;
-	if (git_repository_index(&index, g->repo) < 0 ||
-	    (git_reference_name_to_id(&head, g->repo, "HEAD") == 0 &&
-	     (git_commit_lookup(&commit, g->repo, &head) < 0 ||
+	if (git_repository_index(&index, repo) < 0 ||
+	    (git_reference_name_to_id(&head, repo, "HEAD") == 0 &&
+	     (git_commit_lookup(&commit, repo, &head) < 0 ||
 	      git_commit_tree(&tree, commit) < 0 || git_index_read_tree(index, tree) < 0)) ||
 	    git_index_write(index) < 0) {
 		rc = al_git_fail("cannot make git's index again");
 		goto done;
 	}
 	al_durable_written();
-	fprintf(stderr, "ailoop: the machine restarted while git's index was written: "
-		"it is made again from HEAD\n");
+	fprintf(stderr, "ailoop: the machine restarted while git's index%s was written: "
+		"it is made again from HEAD\n", whose);
 done:
 	git_tree_free(tree);
 	git_commit_free(commit);
 	git_index_free(index);
 	free(path);
+	return rc;
+}
+
+/*
+ * The index of the work tree, then of each worktree (a parallel node's
+ * children commit in theirs, their lock files left by the restart gone).
+ */
+static int repair_indexes(struct al_git *g)
+{
+	git_strarray names = { 0 };
+	int rc = repair_index(g->repo, "");
+
+	if (rc == 0 && git_worktree_list(&names, g->repo) < 0)
+		names.count = 0;
+	for (size_t i = 0; rc == 0 && i < names.count; i++) {
+		git_worktree *wt = NULL;
+		git_repository *repo = NULL;
+
+		if (git_worktree_lookup(&wt, g->repo, names.strings[i]) == 0 &&
+		    git_repository_open_from_worktree(&repo, wt) == 0) {
+			char *lock = al_xprintf("%sindex.lock", git_repository_path(repo));
+			char *whose = al_xprintf(" of worktree %s", git_worktree_path(wt));
+
+			if (al_file_exists(lock) && !al_proc_file_in_use(lock))
+				unlink(lock);
+			rc = repair_index(repo, whose);
+			free(whose);
+			free(lock);
+		}
+		git_repository_free(repo);
+		git_worktree_free(wt);
+	}
+	git_strarray_dispose(&names);
 	return rc;
 }
 
@@ -575,7 +610,7 @@ int al_git_recover_restart(struct al_git *g)
 		if (rc == 0)
 			drop_torn_since(g->repo, since - 1);
 		if (rc == 0)
-			rc = repair_index(g);
+			rc = repair_indexes(g);
 		if (dir && rc == 0)
 			rc = restore_run(g, dir);
 	}

@@ -46,10 +46,11 @@ lose_move() {
 	fi
 }
 
-# tear_index: git's index torn, half of it then zeros
+# tear_index [INDEX]: git's index torn, half of it then zeros
 tear_index() {
-	{ head -c $(($(stat -c %s .git/index) / 2)) .git/index; printf '\0\0\0\0'; } >.git/index.torn
-	mv .git/index.torn .git/index
+	local index=${1:-.git/index}
+	{ head -c $(($(stat -c %s "$index") / 2)) "$index"; printf '\0\0\0\0'; } >"$index.torn"
+	mv "$index.torn" "$index"
 }
 
 # power_loss: after a kill, what a power loss may leave of what the run wrote since its last commit
@@ -265,6 +266,27 @@ expect_rc 0 "the resume after a restart that tore a child's blob"
 expect_eq "$(run_status)" complete "worktrees: the run ends"
 expect_eq "$(git show HEAD:a-0.txt 2>&1)" "made by a" "the child's file is merged whole"
 git fsck --strict >/dev/null 2>&1 && pass || fail "worktrees: git fsck: $(git fsck --strict 2>&1 | head -3)"
+# a child killed as its commit staged, its worktree's index torn by the restart (and locked)
+cd "$T" && rm -rf torn-wt-index && cp -a "$T/wt" torn-wt-index && cd torn-wt-index
+point=$(grep -n ' staged$' "$T/points" | sed -n 2p | cut -d: -f1)
+AILOOP_CRASH_AT=$point "$AILOOP" run --quiet "deliver it" >/dev/null 2>&1
+i=0
+while ! flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+[ $i -lt 100 ] && pass || fail "the run is still going after its child's kill"
+n=0
+for index in .git/worktrees/*/index; do
+	[ -f "$index" ] || continue
+	tear_index "$index" && : >"$index.lock" && n=$((n + 1))
+done
+[ "$n" -gt 0 ] && pass || fail "no worktree's index to tear"
+sed -i 's/^boot .*/boot 00000000-0000-0000-0000-000000000000/' .git/ailoop-restorable
+run "$AILOOP" resume
+expect_rc 0 "the resume after a restart that tore a worktree's index"
+expect_in "$err" "the machine restarted while git's index of worktree $PWD/.ai-loop/runs/" \
+	"the resume says it made the worktree's index again"
+expect_eq "$(run_status)" complete "torn worktree index: the run ends"
+expect_eq "$(triples .)" "$ref_triples" "torn worktree index: the run ends as the one left alone"
+git fsck --strict >/dev/null 2>&1 && pass || fail "torn worktree index: git fsck: $(git fsck --strict 2>&1 | head -3)"
 
 # --- a run that pauses leaves no mark: a later restart keeps its pause --------------------
 cd "$T" && rm -rf paused && cp -a "$T/nested" paused && cd paused
