@@ -192,6 +192,29 @@ flow:
 YAML
 }
 
+# worktree_children DIR: a sequence runs an action, a parallel node of two
+# actions in worktrees (`action` agents, which do what $PLAN says), and an
+# action
+worktree_children() {
+	cat >"$1/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+defaults:
+  action_agent: .ai-loop/agents/action.md
+flow:
+  id: main
+  type: sequence
+  children:
+    - {id: first, skill: first}
+    - id: par
+      type: parallel
+      isolation: worktree
+      children:
+        - {id: a, skill: a}
+        - {id: b, skill: b}
+    - {id: last, skill: last}
+YAML
+}
+
 # three_loops DIR: release > feature > step; the root plans
 # two items at a time, feature one, step fixes it
 three_loops() {

@@ -14,23 +14,7 @@
 T=$TEST_TMP
 loop_repo "$T/template" x
 scripted_agents "$T/template" action
-cat >"$T/template/.ai-loop/flow.yaml" <<'YAML'
-version: 1
-defaults:
-  action_agent: .ai-loop/agents/action.md
-flow:
-  id: main
-  type: sequence
-  children:
-    - {id: first, skill: first}
-    - id: par
-      type: parallel
-      isolation: worktree
-      children:
-        - {id: a, skill: a}
-        - {id: b, skill: b}
-    - {id: last, skill: last}
-YAML
+worktree_children "$T/template"
 cat >"$T/plan" <<'PLAN'
 creates "$skill-$AILOOP_ITERATION.txt"
 PLAN
