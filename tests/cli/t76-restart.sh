@@ -131,6 +131,7 @@ grep -q "^boot $(cat /proc/sys/kernel/random/boot_id)\$" .git/ailoop-restorable 
 	fail "the mark names this boot"
 cp -a "$w" "$T/same-boot"
 cp -a "$w" "$T/stuck"
+cp -a "$w" "$T/index-stuck"
 head=$(git rev-parse --short=7 HEAD)
 branch=$(git symbolic-ref HEAD)
 lost=$moves_lost
@@ -321,6 +322,18 @@ if chattr +i .git/ailoop-restorable 2>/dev/null; then
 	expect_in "$err" "cannot remove" "says so"
 	run "$AILOOP" resume
 	expect_rc 0 "the resume once it can be"
+	# a torn index that cannot be removed: the resume stops and says so, then goes on
+	cd "$T/index-stuck"
+	tear_index
+	sed -i 's/^boot .*/boot 00000000-0000-0000-0000-000000000000/' .git/ailoop-restorable
+	chattr +i .git/index
+	run "$AILOOP" resume
+	chattr -i .git/index
+	expect_rc 70 "a torn index that cannot be removed"
+	expect_in "$err" "cannot remove '$PWD/.git/index'" "says which file"
+	run "$AILOOP" resume
+	expect_rc 0 "the resume once it can be"
+	expect_in "$err" "git's index was written: it is made again from HEAD" "and makes it again"
 else
 	echo "skipped: chattr +i does not work here (the mark that cannot be removed)"
 fi
