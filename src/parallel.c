@@ -634,9 +634,6 @@ static int merge(struct al_node_run *nr, bool *conflict, char *msg, size_t size)
 	int rc = al_git_head(ex->git, &here, oid);
 
 	*conflict = false;
-	/* a restart may tear the merges' objects, which a merge made again would name */
-	if (rc >= 0 && !ex->isolated)
-		rc = al_git_mark_pending(ex->git);
 	for (size_t k = 0; k < n->nchildren && rc >= 0 && !*conflict; k++) {
 		const struct al_node *c = n->children[k];
 		char *branch, *name, *files = NULL, *summary;
@@ -857,8 +854,9 @@ int al_parallel_run(struct al_exec *ex, const struct al_node *n, const char *tas
 	}
 	/*
 	 * The children's state goes into no commit of HEAD's until they are
-	 * merged; but a restart may tear the objects they write in the
-	 * repository's store, which they would name when they write them again.
+	 * merged; but a restart may tear the objects they (and the merges)
+	 * write in the repository's store, which would be named when written
+	 * again: a pending mark, in place at every entry, merges included.
 	 */
 	if (rc == 0 && isolated(n) && !ex->isolated &&
 	    (rc = al_git_unmark_restorable(ex->git)) == 0)
