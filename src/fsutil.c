@@ -27,6 +27,23 @@ bool al_fsync_enabled(void)
 /* Whether ailoop wrote something since the last durable point. */
 static bool unsynced;
 
+static int deferred[4];
+static size_t ndeferred;
+
+void al_close_later(int fd)
+{
+	if (ndeferred == sizeof(deferred) / sizeof(deferred[0]))
+		close(fd); /* no agent between so many writes: freed now */
+	else
+		deferred[ndeferred++] = fd;
+}
+
+void al_close_deferred(void)
+{
+	while (ndeferred)
+		close(deferred[--ndeferred]);
+}
+
 void al_durable_written(void)
 {
 	unsynced = true;

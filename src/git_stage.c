@@ -15,8 +15,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,42 +213,25 @@ static int stage_gitlinks(struct al_git *g, git_index *index, size_t *staged)
 	return rc;
 }
 
-/* An index this large is written with its old file's freeing left to a thread. */
+/* An index this large is written with its old file's freeing put off. */
 #define INDEX_FREED_APART (256 * 1024)
 
-static void *close_apart(void *fd)
-{
-	close((int)(intptr_t)fd);
-	return NULL;
-}
-
 /*
- * git_index_write(), with the file it replaces held open until the write
- * is done: the rename then only unlinks the old index, and the kernel
- * frees its pages and blocks at the last close, which is a thread's, while
- * the run goes on to its commit and next agent. In a repository of 20,000
- * files that freeing is a quarter of the write's time. A small index is
- * written plainly: freeing it costs less than a thread.
+ * git_index_write(), with the file it replaces held open until the next
+ * agent has started (al_close_later): the rename then only unlinks the old
+ * index, and the kernel frees its pages and blocks at the last close, while
+ * that agent works. In a repository of 20,000 files that freeing is a
+ * quarter of the write's time. A small index is written plainly.
  */
 static int index_write(struct al_git *g, git_index *index)
 {
 	int old = -1, rc;
-	pthread_attr_t attr;
-	pthread_t closer;
 
 	if (g->index_known && g->index_st.st_size >= INDEX_FREED_APART)
 		old = open(git_index_path(index), O_RDONLY | O_CLOEXEC);
 	rc = git_index_write(index);
-	if (old < 0)
-		return rc;
-	if (pthread_attr_init(&attr) == 0) {
-		if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
-		    pthread_create(&closer, &attr, close_apart, (void *)(intptr_t)old) == 0)
-			old = -1;
-		pthread_attr_destroy(&attr);
-	}
 	if (old >= 0)
-		close(old); /* no thread: freed here, as without one */
+		al_close_later(old);
 	return rc;
 }
 

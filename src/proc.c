@@ -713,6 +713,7 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 			break;
 	if (n && specs[0].record)
 		record(specs[0].record, cs, n);
+	al_close_deferred(); /* while they work */
 	if (rc == 0 && n) { /* a crash while agents are at work */
 		char point[300];
 

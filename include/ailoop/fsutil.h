@@ -62,6 +62,13 @@ int al_durable_point(void);
  */
 void al_durable_relax(bool on);
 bool al_durable_relaxed(void);
+/*
+ * A file to close once the next agents have started (al_close_deferred,
+ * proc.c): closing the last descriptor of an unlinked file frees it, work
+ * better done while an agent runs than before. At most a few are kept.
+ */
+void al_close_later(int fd);
+void al_close_deferred(void);
 /* This boot of the machine (Linux's boot_id), NULL where it cannot be told. */
 const char *al_boot_id(void);
 /*

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A repository whose index is large (4,000 tracked files, well over the
-# 256 KB from which the file an index write replaces is freed by a thread
-# of its own while the run goes on): each iteration's commit holds the
+# 256 KB from which the file an index write replaces is freed only once
+# the next agent has started): each iteration's commit holds the
 # file its agent changed, git finds the index it left matching HEAD and
 # the work tree before every agent, and the repository checks clean.
 . "$(dirname "$0")/lib.sh"
