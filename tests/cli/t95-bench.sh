@@ -21,6 +21,16 @@ done
 # (a difference of two timings: on a loaded machine it can come out below zero)
 expect_eq "$(printf '%s\n' "$out" | grep -c '^overhead per iteration.* -\?[0-9.]\+ \+-\?[0-9.]\+ \+-\?[0-9.]\+$')" 2 \
 	"the overheads have a figure for ailoop and the shell loop, and their ratio"
+# the large repository's figures, on a small one
+run env TMPDIR="$TEST_TMP" FILES=300 N=4 REPS=1 "$AILOOP_SRC/scripts/bench.sh" bigrepo
+expect_rc 0 "scripts/bench.sh bigrepo"
+expect_in "$out" "300 tracked files, 4 iterations" "bigrepo says what it measured"
+for how in "watched tree" "full scan"; do
+	expect_eq "$(printf '%s\n' "$out" | grep -c "^  run start to its first agent, $how  *[0-9.]\+ ms$")" 1 \
+		"bigrepo has the run's start, $how"
+	expect_eq "$(printf '%s\n' "$out" | grep -c "^  overhead per iteration, $how  *-\?[0-9.]\+ ms  (-\?[0-9.]\+ x git status")" 1 \
+		"bigrepo has the overhead per iteration beside git status, $how"
+done
 run env TMPDIR="$TEST_TMP" "$AILOOP_SRC/scripts/bench.sh" slow
 expect_rc 64 "an unknown mode"
 expect_in "$err" "usage: scripts/bench.sh" "an unknown mode is told the usage"
