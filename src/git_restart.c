@@ -1,6 +1,5 @@
 #include "git_repo.h"
 #include "ailoop/fsutil.h"
-#include "ailoop/proc.h"
 #include "ailoop/run.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
@@ -8,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -507,8 +507,7 @@ static int repair_indexes(struct al_git *g)
 			char *lock = al_xprintf("%sindex.lock", git_repository_path(repo));
 			char *whose = al_xprintf(" of worktree %s", git_worktree_path(wt));
 
-			if (al_file_exists(lock) && !al_proc_file_in_use(lock))
-				unlink(lock);
+			al_git_remove_stale_lock(lock);
 			rc = repair_index(repo, whose);
 			free(whose);
 			free(lock);
@@ -539,11 +538,11 @@ static long long head_time(git_repository *repo)
  * (or torn the ref's file): each intent, in turn, whose ref names its old
  * commit (or cannot be read) and whose commit reads whole, moves the ref
  * there, as the run had. An intent whose commit did not reach the disk
- * whole leaves the ref where it is: the commit did not happen; the
- * objects the restart tore go, to be written anew, and its move leaves
- * the reflogs.
+ * whole leaves the ref where it is: the commit did not happen, and its
+ * move leaves the reflogs; *torn_since is then the time from which the
+ * objects the restart tore were written (drop_torn_since, after).
  */
-static int roll_forward(struct al_git *g, const char *text, size_t len)
+static int roll_forward(struct al_git *g, const char *text, size_t len, long long *torn_since)
 {
 	struct intent in[2];
 	size_t n = read_intents(text, len, in);
@@ -569,7 +568,8 @@ static int roll_forward(struct al_git *g, const char *text, size_t len)
 			since = (long long)git_commit_time(old) - 1;
 		if (i > 0 && in[i - 1].time - 1 < since)
 			since = in[i - 1].time - 1;
-		drop_torn_since(g->repo, since);
+		if (since < *torn_since)
+			*torn_since = since;
 		drop_from_reflogs(g->repo, in[i].ref, &in[i].id);
 		/* a torn ref: the commit the run was on, the one before (made durable then) */
 		if (at == 0 && old)
@@ -584,7 +584,7 @@ int al_git_recover_restart(struct al_git *g)
 	struct al_strbuf text = AL_STRBUF_INIT;
 	const char *dir, *boot, *now = al_boot_id();
 	char *path = mark_path(g);
-	long long since;
+	long long since, torn_since = LLONG_MAX;
 	int rc = 0;
 
 	if (al_strbuf_read_file(&text, path, 8192) < 0) {
@@ -602,13 +602,14 @@ int al_git_recover_restart(struct al_git *g)
 		/*
 		 * The objects written since the last durable point (HEAD's
 		 * commit's, or the pending mark's) may be torn, those of a
-		 * commit that had not reached its intent too.
+		 * commit that had not reached its intent too, and those of an
+		 * intent's commit that did not happen: one pass over them all.
 		 */
 		al_git_clear_stale_locks(g, NULL); /* a restart left them: nobody holds them */
-		if (dir && (rc = roll_forward(g, text.buf, text.len)) == 0)
+		if (dir && (rc = roll_forward(g, text.buf, text.len, &torn_since)) == 0)
 			since = head_time(g->repo);
 		if (rc == 0)
-			drop_torn_since(g->repo, since - 1);
+			drop_torn_since(g->repo, since - 1 < torn_since ? since - 1 : torn_since);
 		if (rc == 0)
 			rc = repair_indexes(g);
 		if (dir && rc == 0)
