@@ -284,6 +284,8 @@ bigrepo() {
 			# the last run's files moved away, not removed (see fresh_dir)
 			[ -d .ai-loop/runs ] && mv .ai-loop/runs "$(mktemp -d "$tmp/old-runs/r.XXXXXX")"
 			git checkout -q -f main
+			# once untimed: the first after a checkout also refreshes the index
+			git status --porcelain >/dev/null
 			time_ns git status --porcelain >>"$statuses"
 			: >"$stamps"
 			t0=$(now_ns)

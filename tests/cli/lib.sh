@@ -136,6 +136,14 @@ YAML
 	} >"$1/.ai-loop/flow.yaml"
 }
 
+# command_agents DIR SENSOR ACTUATOR: in DIR, the sensor `count` and the
+# actuator act.md (for one_loop), each a shell command without a single quote
+command_agents() {
+	mkdir -p "$1/.ai-loop/agents" &&
+		printf -- "---\nname: count\ncommand: '%s'\n---\n" "$2" >"$1/.ai-loop/agents/sensor.md" &&
+		printf -- "---\nname: act\ncommand: '%s'\n---\n" "$3" >"$1/.ai-loop/agents/act.md"
+}
+
 # two_loops DIR ACTUATOR [INNER-TERMINATION] [OUTER-TERMINATION]
 # [OUTER-CONTROLLER]: `outer` (OUTER-CONTROLLER, default builtin:all-pass,
 # over the scope sensor) whose actuator is the loop `inner`, which acts

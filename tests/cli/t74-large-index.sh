@@ -9,7 +9,6 @@
 R=$TEST_TMP/large
 STAGED=$TEST_TMP/staged.log
 new_repo "$R"
-mkdir -p "$R/.ai-loop/agents"
 cd "$R"
 LC_ALL=C awk 'BEGIN { for (i = 0; i < 4000; i++) {
 	d = sprintf("d%d", int(i / 500)); if (i % 500 == 0) system("mkdir -p " d)
@@ -19,28 +18,10 @@ echo 0 >count
 # run's own files aside, which ailoop writes on) from the work tree: it
 # must not, ailoop's last commit left them equal; it logs if it does
 export STAGED
-cat >.ai-loop/agents/sensor.md <<'MD'
----
-name: count
-command: 'git diff --cached --quiet || echo "sensor: staged" >>"$STAGED"; c=$(cat count); echo "count $c"; test "$c" -ge 12'
----
-MD
-cat >.ai-loop/agents/actuator.md <<'MD'
----
-name: change
-command: 'git diff --cached --quiet && git diff --quiet -- . ":!.ai-loop/runs" || echo "actuator: differs" >>"$STAGED"; c=$(($(cat count) + 1)); echo $c >count; f=$(printf "d%d/file-%04d.txt" $((c % 8)) $((c % 8 * 500 + c))); echo "changed at $c" >>"$f"'
----
-MD
-cat >.ai-loop/flow.yaml <<'YAML'
-version: 1
-flow:
-  id: count
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator: {strategy: direct, agent: .ai-loop/agents/actuator.md}
-  termination: {max_iterations: 20}
-YAML
+command_agents "$R" \
+	'git diff --cached --quiet || echo "sensor: staged" >>"$STAGED"; c=$(cat count); echo "count $c"; test "$c" -ge 12' \
+	'git diff --cached --quiet && git diff --quiet -- . ":!.ai-loop/runs" || echo "actuator: differs" >>"$STAGED"; c=$(($(cat count) + 1)); echo $c >count; f=$(printf "d%d/file-%04d.txt" $((c % 8)) $((c % 8 * 500 + c))); echo "changed at $c" >>"$f"'
+one_loop "$R" act.md "max_iterations: 20"
 commit_all "$R"
 size=$(stat -c %s .git/index)
 [ "$size" -gt $((256 * 1024)) ] && pass || fail "the index is over 256 KB (it is $size bytes)"
