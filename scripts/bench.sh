@@ -284,7 +284,11 @@ bigrepo() {
 			# the last run's files moved away, not removed (see fresh_dir)
 			[ -d .ai-loop/runs ] && mv .ai-loop/runs "$(mktemp -d "$tmp/old-runs/r.XXXXXX")"
 			git checkout -q -f main
-			# once untimed: the first after a checkout also refreshes the index
+			# git status rewrites the index while an entry is as new as the
+			# index (to the second, as git compares them), as the checkout
+			# left `count`: a second later an untimed status rewrites it, and
+			# the timed one only reads, as a status does in a settled tree
+			sleep 1
 			git status --porcelain >/dev/null
 			time_ns git status --porcelain >>"$statuses"
 			: >"$stamps"
