@@ -28,6 +28,7 @@ struct al_git {
 	pid_t watch_pid;        /* the process it belongs to (not a forked child) */
 	bool watch_off;         /* AILOOP_WATCH=0, or inotify failed: a full scan every time */
 	struct stat index_st;   /* the index file as this process last left it */
+	git_oid index_sum;      /* and its checksum */
 	bool index_known;
 	size_t gitlinks;        /* the nested repositories in the index, when known */
 	bool gitlinks_known;

@@ -12,6 +12,7 @@
 #include "ailoop/worktree.h"
 
 #include <git2.h>
+#include <git2/sys/index.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -518,6 +519,41 @@ static bool index_ours(struct al_git *g, git_index *index)
 static void index_left(struct al_git *g, git_index *index)
 {
 	g->index_known = stat(git_index_path(index), &g->index_st) == 0;
+	git_oid_cpy(&g->index_sum, git_index_checksum(index));
+}
+
+/*
+ * Whether the index file, rewritten since this process left it, holds the
+ * entries it left (paths, modes, objects, stages, flags), and the index in
+ * memory is still the one it left: what an agent's `git status` does, which
+ * rewrites the index with the stat data of the files it found racy. The
+ * watch then knows every change since, and the index in memory is the one
+ * to stage on. Anything more (an entry added, removed or changed) is left
+ * to the full scan.
+ */
+static bool index_same(struct al_git *g, git_index *index)
+{
+	size_t n = git_index_entrycount(index);
+	git_index *disk = NULL;
+	bool same;
+
+	if (!g->index_known || !git_oid_equal(git_index_checksum(index), &g->index_sum) ||
+	    git_index_open(&disk, git_index_path(index)) < 0)
+		return false;
+	same = git_index_entrycount(disk) == n &&
+	       git_index_reuc_entrycount(disk) == git_index_reuc_entrycount(index) &&
+	       git_index_name_entrycount(disk) == git_index_name_entrycount(index);
+	for (size_t i = 0; same && i < n; i++) {
+		const git_index_entry *a = git_index_get_byindex(index, i);
+		const git_index_entry *b = git_index_get_byindex(disk, i);
+
+		same = a->mode == b->mode && a->flags == b->flags &&
+		       (a->flags_extended & GIT_INDEX_ENTRY_EXTENDED_FLAGS) ==
+			       (b->flags_extended & GIT_INDEX_ENTRY_EXTENDED_FLAGS) &&
+		       git_oid_equal(&a->id, &b->id) && !strcmp(a->path, b->path);
+	}
+	git_index_free(disk);
+	return same;
 }
 
 /*
@@ -584,18 +620,20 @@ static void watch_start(struct al_git *g)
  * What the watch saw change since the last commit, into *paths: true if
  * it can be trusted for this commit — the watch ran since this process's
  * last commit, nothing overflowed, HEAD (`head_ours`) and the index are as
- * this process left them (no parallel sibling, no checkout in between),
- * and no ignore file outside the work tree changed.
+ * this process left them (no parallel sibling, no checkout in between; an
+ * index rewritten with the same entries, *kept, counts as left), and no
+ * ignore file outside the work tree changed.
  * Otherwise the caller scans the whole tree, and a watch is (re)started
  * first, for the next commit.
  */
 static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, char ***paths,
-			  size_t *n)
+			  size_t *n, bool *kept)
 {
 	bool trusted, excluded = ignores_changed(g);
 
 	*paths = NULL;
 	*n = 0;
+	*kept = false;
 	if (g->watch_off)
 		return false;
 	if (g->watch && g->watch_pid != getpid()) { /* a forked child: its parent's watch */
@@ -603,7 +641,8 @@ static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, ch
 		g->watch = NULL;
 	}
 	if (g->watch && al_watch_take(g->watch, paths, n) == 0) {
-		trusted = head_ours && index_ours(g, index) && !excluded;
+		trusted = head_ours && !excluded &&
+			  (index_ours(g, index) || (*kept = index_same(g, index)));
 		if (trusted)
 			return true;
 		al_strv_free(*paths, *n); /* the full scan sees it all */
@@ -663,12 +702,13 @@ int al_git_stage_all(struct al_git *g, git_index *index, const char *own_dir, bo
 {
 	size_t staged = 1, beside = 0, n;
 	char **paths;
-	bool reread = false;
+	bool reread = false, kept;
 	int rc = -1;
 
 	al_git_staged_drop(g);
-	if (watch_changes(g, index, head_ours, &paths, &n)) {
-		rc = git_index_read(index, false);
+	if (watch_changes(g, index, head_ours, &paths, &n, &kept)) {
+		/* kept: the file holds what memory does, bar stat data */
+		rc = kept ? 0 : git_index_read(index, false);
 		if (rc == 0)
 			rc = stage_paths(g, index, own_dir, paths, n, &beside);
 		if (rc == 0)

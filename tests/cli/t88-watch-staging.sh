@@ -6,7 +6,7 @@
 # AILOOP_WATCH=0 (a full scan per commit) must make the same trees.
 . "$(dirname "$0")/lib.sh"
 
-STEPS=24
+STEPS=26
 export AILOOP_WATCH_TRACE=1
 
 . "$FIXTURES/watch/project.sh"
@@ -87,6 +87,11 @@ expect_eq "$(git -C "$TEST_TMP/watched" log --format=%s -- global-1 | sed 's/ â€
 	"ai-loop[mutate]: iteration 21" "a file the global ignore file no longer ignores: recorded"
 expect_eq "$(git -C "$TEST_TMP/watched" ls-tree -r --name-only HEAD -- linked | tr '\n' ' ')" \
 	"linked/d linked/e/f " "a directory replaced by a symbolic link: what lies beyond the link is not recorded"
+expect_eq "$(cat "$TEST_TMP/step-watched.index" 2>/dev/null)" rewritten "the agent's git status rewrote the index"
+expect_eq "${ways:25:1}" w "an index rewritten with the same entries (git status): the watch stays trusted"
+expect_eq "${ways:26:1}" f "an entry taken out of the index by the agent's git: a full scan"
+expect_eq "$(git -C "$TEST_TMP/watched" ls-tree -r --name-only HEAD -- vendor)" "" \
+	"the file it took out, ignored, stays out"
 expect_eq "$(git -C "$TEST_TMP/watched" ls-tree HEAD fifo beside.txt)" "" \
 	"FIFOs are not recorded, and a tracked file one replaced is gone"
 expect_in "$(git -C "$TEST_TMP/watched" ls-tree HEAD sub)" "160000 commit" \
