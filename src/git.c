@@ -638,11 +638,6 @@ done:
 	return rc;
 }
 
-bool al_git_remove_stale_lock(const char *path)
-{
-	return al_file_exists(path) && !al_proc_file_in_use(path) && unlink(path) == 0;
-}
-
 int al_git_clear_stale_locks(struct al_git *g, const char *branch)
 {
 	const char *gitdir = git_repository_path(g->repo);
@@ -653,7 +648,7 @@ int al_git_clear_stale_locks(struct al_git *g, const char *branch)
 	paths[1] = al_xprintf("%sHEAD.lock", gitdir);
 	paths[2] = branch ? al_xprintf("%srefs/heads/%s.lock", gitdir, branch) : NULL;
 	for (size_t i = 0; i < 3; i++) {
-		if (paths[i] && al_git_remove_stale_lock(paths[i]))
+		if (paths[i] && al_proc_remove_unheld(paths[i]))
 			removed++;
 		free(paths[i]);
 	}

@@ -75,9 +75,6 @@ struct al_git {
 /* An error from libgit2's last one, `what` first: AL_ERROR. */
 int al_git_fail(const char *what);
 
-/* Removes the lock file `path` if it is there and no process holds it open. */
-bool al_git_remove_stale_lock(const char *path);
-
 /* Whether `path` is `dir` or below it. */
 bool al_git_below(const char *path, const char *dir);
 

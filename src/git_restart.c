@@ -1,5 +1,6 @@
 #include "git_repo.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/proc.h"
 #include "ailoop/run.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
@@ -507,7 +508,7 @@ static int repair_indexes(struct al_git *g)
 			char *lock = al_xprintf("%sindex.lock", git_repository_path(repo));
 			char *whose = al_xprintf(" of worktree %s", git_worktree_path(wt));
 
-			al_git_remove_stale_lock(lock);
+			al_proc_remove_unheld(lock);
 			rc = repair_index(repo, whose);
 			free(whose);
 			free(lock);

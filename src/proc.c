@@ -916,16 +916,20 @@ int al_proc_kill_recorded(const char *record, const char *entry)
 	return found;
 }
 
+bool al_proc_remove_unheld(const char *path)
+{
+	return !al_proc_file_in_use(path) && unlink(path) == 0;
+}
+
 bool al_proc_file_in_use(const char *path)
 {
-	pid_t *pids = all_pids();
 	struct stat target;
 	bool used = false;
+	pid_t *pids;
 
-	if (stat(path, &target) < 0) {
-		free(pids);
-		return false;
-	}
+	if (stat(path, &target) < 0)
+		return false; /* no file: nobody holds it, and no walk of /proc */
+	pids = all_pids();
 	for (size_t i = 0; pids && pids[i] && !used; i++) {
 		struct al_strbuf dir = AL_STRBUF_INIT;
 		struct dirent *e;

@@ -84,8 +84,7 @@ static int prune(git_repository *repo, const char *name, bool directory)
 /* Removes lock file `path` if a kill left it (no process has it open). */
 static void clear_lock(char *path)
 {
-	if (access(path, F_OK) == 0 && !al_proc_file_in_use(path))
-		unlink(path);
+	al_proc_remove_unheld(path);
 	free(path);
 }
 

@@ -124,11 +124,11 @@ int al_git_unmark_restorable(struct al_git *g);
 
 /*
  * Before the run's first commit in this process (or a parallel node's
- * children in worktrees and its merges) writes an object: marks, durable before any object is written,
- * that a restart from now on may tear loose objects, which a commit would
- * otherwise name as they are when it writes the same ones again (libgit2
- * keeps the file of an object that is there); al_git_recover_restart()
- * removes those that no longer read whole. A mark there already (a
+ * children in worktrees and its merges) writes an object: marks, durable
+ * before any object is written, that a restart from now on may tear loose
+ * objects, which a commit would otherwise name as they are when it writes
+ * the same ones again (libgit2 keeps the file of an object that is there);
+ * al_git_recover_restart() removes those that no longer read whole. A mark there already (a
  * sibling's, sharing the work tree) says as much.
  */
 int al_git_mark_pending(struct al_git *g);

@@ -103,5 +103,7 @@ int al_proc_kill_recorded(const char *record, const char *entry);
 
 /* Whether any process has `path` open (a lock file being written). */
 bool al_proc_file_in_use(const char *path);
+/* Removes `path` (a lock file a kill or a restart left) if no process has it open. */
+bool al_proc_remove_unheld(const char *path);
 
 #endif
