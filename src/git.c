@@ -78,7 +78,8 @@ int al_git_open(struct al_git **out)
 		al_git_free(g);
 		return rc;
 	}
-	al_git_gate_pack_refresh(g->repo);
+	al_git_gate_pack_refresh(g->repo); /* counts the usual two stores: before the third */
+	g->recent = al_git_recent_add(g->repo);
 	*out = g;
 	return 0;
 }
@@ -573,6 +574,7 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 		goto done;
 	on_parent = g->index_commit_known && git_oid_equal(&g->index_commit, &tip);
 	g->index_commit_known = false; /* until this commit is made */
+	al_git_recent_begin(g->recent);
 	if (git_repository_index(&index, g->repo) < 0 ||
 	    al_git_stage_all(g, index, own_dir, git_oid_equal(&tip, &g->last)) < 0) {
 		rc = al_git_fail("cannot stage the work tree");
@@ -628,6 +630,7 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 	al_git_code_id_of(g, &commit_oid, tree);
 	al_crash_point("committed"); /* before any state records the commit */
 done:
+	al_git_recent_end(g->recent);
 	free(ref);
 	git_signature_free(author);
 	git_signature_free(committer);

@@ -70,7 +70,21 @@ struct al_git {
 	git_oid code_commit;
 	char code_hex[65];
 	bool code_known;
+	/* the trees and commit of the last commit, read back from memory (git_recent.c) */
+	struct al_git_recent *recent;
 };
+
+/*
+ * The trees and commit objects a commit writes, kept to be read back
+ * (git_recent.c): al_git_recent_add() puts a store above `repo`'s others
+ * (NULL: it could not, and nothing is kept; the repository frees it);
+ * what the loose objects wrote between al_git_recent_begin() and
+ * al_git_recent_end() is served from memory until the end of the commit
+ * after. Both take NULL.
+ */
+struct al_git_recent *al_git_recent_add(git_repository *repo);
+void al_git_recent_begin(struct al_git_recent *r);
+void al_git_recent_end(struct al_git_recent *r);
 
 /* An error from libgit2's last one, `what` first: AL_ERROR. */
 int al_git_fail(const char *what);

@@ -1,0 +1,148 @@
+#include "../../src/git_repo.h"
+#include "unit.h"
+
+/*
+ * The store that keeps what a commit wrote (git_recent.c): what it serves
+ * is read back although its loose file is gone, so each test removes the
+ * file and looks the object up again.
+ */
+static git_repository *repo;
+static struct al_git_recent *recent;
+
+static void setup(void)
+{
+	unit_hang_guard(30);
+	unit_enter_git_tmpdir();
+	unit_sh("git init -q -b main . && git commit -q --allow-empty -m one");
+	git_libgit2_init();
+	/* every read asks the stores, not libgit2's own cache of what it read */
+	git_libgit2_opts(GIT_OPT_ENABLE_CACHING, 0);
+	cr_assert_eq(git_repository_open(&repo, "."), 0);
+	recent = al_git_recent_add(repo);
+	cr_assert_not_null(recent);
+}
+
+static void teardown(void)
+{
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	unit_leave_tmpdir();
+}
+
+TestSuite(git_recent, .init = setup, .fini = teardown);
+
+/* A tree of one file `name` holding `text`, written into *id. */
+static int write_tree(git_oid *id, const char *name, const char *text)
+{
+	git_treebuilder *b = NULL;
+	git_oid blob;
+	int rc;
+
+	cr_assert_eq(git_blob_create_from_buffer(&blob, repo, text, strlen(text)), 0);
+	cr_assert_eq(git_treebuilder_new(&b, repo, NULL), 0);
+	cr_assert_eq(git_treebuilder_insert(NULL, b, name, &blob, GIT_FILEMODE_BLOB), 0);
+	rc = git_treebuilder_write(id, b);
+	git_treebuilder_free(b);
+	return rc;
+}
+
+static char *loose_path(const git_oid *id)
+{
+	char hex[GIT_OID_HEXSZ + 1];
+
+	git_oid_tostr(hex, sizeof(hex), id);
+	return al_xprintf("%sobjects/%.2s/%s", git_repository_path(repo), hex, hex + 2);
+}
+
+/* Whether the object is found once its loose file is gone. */
+static bool found_without_file(const git_oid *id)
+{
+	char *path = loose_path(id);
+	git_odb *odb = NULL;
+	git_odb_object *obj = NULL;
+	bool found;
+
+	unlink(path);
+	free(path);
+	cr_assert_eq(git_repository_odb(&odb, repo), 0);
+	found = git_odb_read(&obj, odb, id) == 0;
+	git_odb_object_free(obj);
+	git_odb_free(odb);
+	return found;
+}
+
+Test(git_recent, a_commits_trees_are_read_back_until_the_commit_after_it)
+{
+	git_oid tree;
+	git_odb *odb = NULL;
+	git_odb_object *obj = NULL;
+	char *path;
+
+	al_git_recent_begin(recent);
+	cr_assert_eq(write_tree(&tree, "a.txt", "a\n"), 0);
+	al_git_recent_end(recent);
+	path = loose_path(&tree);
+	cr_assert_eq(access(path, F_OK), 0, "written on disk too");
+	free(path);
+	cr_assert(found_without_file(&tree), "the tree is kept");
+	cr_assert_eq(git_repository_odb(&odb, repo), 0);
+	cr_assert_eq(git_odb_read(&obj, odb, &tree), 0);
+	cr_assert_eq(git_odb_object_type(obj), GIT_OBJECT_TREE);
+	cr_assert_eq(git_odb_object_size(obj), 28 + 5, "the tree's own bytes");
+	git_odb_object_free(obj);
+	git_odb_free(odb);
+
+	al_git_recent_begin(recent); /* the next commit reads it back */
+	al_git_recent_end(recent);
+	cr_assert(found_without_file(&tree), "kept through the commit after");
+	al_git_recent_begin(recent);
+	al_git_recent_end(recent);
+	cr_assert_not(found_without_file(&tree), "forgotten at the one after that");
+}
+
+Test(git_recent, blobs_and_what_is_written_outside_a_commit_are_not_kept)
+{
+	git_oid tree, blob;
+	git_odb *odb = NULL;
+
+	cr_assert_eq(write_tree(&tree, "b.txt", "b\n"), 0);
+	cr_assert_not(found_without_file(&tree), "written outside a commit");
+	al_git_recent_begin(recent);
+	cr_assert_eq(git_blob_create_from_buffer(&blob, repo, "c\n", 2), 0);
+	al_git_recent_end(recent);
+	cr_assert_not(found_without_file(&blob), "a blob");
+	cr_assert_eq(git_repository_odb(&odb, repo), 0);
+	cr_assert_not(git_odb_exists(odb, &tree), "existence is asked on disk");
+	git_odb_free(odb);
+}
+
+Test(git_recent, a_write_that_failed_is_not_kept)
+{
+	git_oid tree;
+	char *path, *dir;
+
+	/* the same tree's name, learnt in a scratch repository */
+	unit_sh("mkdir scratch && cd scratch && git init -q && printf 'd\\n' >d.txt && "
+		"git add d.txt && git write-tree >../tree-id");
+	{
+		FILE *f = fopen("tree-id", "r");
+		char hex[GIT_OID_HEXSZ + 2] = "";
+
+		cr_assert_not_null(f);
+		cr_assert_not_null(fgets(hex, sizeof(hex), f));
+		fclose(f);
+		hex[GIT_OID_HEXSZ] = '\0';
+		cr_assert_eq(git_oid_fromstr(&tree, hex), 0);
+	}
+	/* its fan-out directory a file: the loose objects cannot write it */
+	path = loose_path(&tree);
+	dir = al_strndup(path, strrchr(path, '/') - path);
+	rmdir(dir);
+	unit_write(dir, "not a directory\n");
+	al_git_recent_begin(recent);
+	cr_assert_neq(write_tree(&tree, "d.txt", "d\n"), 0, "the write fails");
+	al_git_recent_end(recent);
+	cr_assert_not(found_without_file(&tree), "nothing kept of it");
+	free(dir);
+	free(path);
+}
