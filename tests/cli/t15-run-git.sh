@@ -113,4 +113,24 @@ run "$AILOOP" run "x"
 expect_rc 66 "no flow"
 expect_in "$err" "run 'ailoop setup' first" "missing flow message"
 
+# An agent that packs the repository and prunes every loose object as it
+# works (git gc --prune=now): each commit reads back the trees and the
+# commit the one before wrote, kept in memory (git_recent.c), while the
+# store on disk holds them only in a pack by then. The run ends with each
+# iteration committed, and the history stays whole (git fsck --strict, by
+# finish).
+R=$TEST_TMP/gc
+new_repo "$R"
+command_agents "$R" 'n=$(cat n 2>/dev/null || echo 0); echo "n $n"; test "$n" -ge 4' \
+	'echo $(($(cat n 2>/dev/null || echo 0) + 1)) >n; git gc -q --prune=now'
+one_loop "$R" act.md "max_iterations: 6"
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "x"
+expect_rc 0 "a run whose agent runs git gc --prune=now"
+expect_eq "$(git show HEAD:n)" 4 "the last commit holds the agent's count"
+expect_eq "$(git log --format=%s main.. | grep -c 'actuation')" 4 "four actuations committed"
+expect_eq "$(find .git/objects/pack -name '*.pack' | wc -l)" 1 "git gc packed it all"
+git fsck --strict --no-dangling 2>&1 | grep -q . && fail "fsck after the agents' gc" || pass
+
 finish
