@@ -176,15 +176,10 @@ done:
 	return r;
 }
 
-int al_git_recent_write_new(git_odb *odb, const git_oid *id, const void *data, size_t len,
-			    git_object_t type)
+int al_git_recent_write_new(struct al_git_recent *r, const git_oid *id, const void *data,
+			    size_t len, git_object_t type)
 {
-	git_odb_backend *b;
-
-	for (size_t i = 0; i < git_odb_num_backends(odb); i++)
-		if (git_odb_get_backend(&b, odb, i) == 0 && b->read == recent_read)
-			return recent_write(b, id, data, len, type);
-	return GIT_PASSTHROUGH;
+	return recent_write(&r->parent, id, data, len, type);
 }
 
 void al_git_recent_begin(struct al_git_recent *r)

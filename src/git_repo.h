@@ -84,13 +84,13 @@ struct al_git {
  */
 struct al_git_recent *al_git_recent_add(git_repository *repo);
 /*
- * Writes object `id` of `data`, which `odb` is known to lack, through the
- * store's loose objects without looking it up again (libgit2 looks every
- * object it writes up, twice when it is not found): 0, libgit2's error,
- * or GIT_PASSTHROUGH if `odb` has no such store.
+ * Writes object `id` of `data`, which the repository is known to lack,
+ * through the loose objects without looking it up again (libgit2 looks
+ * every object it writes up, twice when it is not found): 0 or libgit2's
+ * error.
  */
-int al_git_recent_write_new(git_odb *odb, const git_oid *id, const void *data, size_t len,
-			    git_object_t type);
+int al_git_recent_write_new(struct al_git_recent *r, const git_oid *id, const void *data,
+			    size_t len, git_object_t type);
 void al_git_recent_begin(struct al_git_recent *r);
 void al_git_recent_end(struct al_git_recent *r);
 

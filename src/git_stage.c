@@ -31,18 +31,20 @@
  * One it lacks is written through the loose objects at once, without the
  * two look-ups libgit2 makes of every object it writes.
  */
-static int write_blob(git_oid *id, git_repository *repo, const char *buf, size_t len)
+static int write_blob(struct al_git *g, git_oid *id, const char *buf, size_t len)
 {
 	git_odb *odb = NULL;
 	int rc, there;
 
 	if ((rc = git_odb_hash(id, buf, len, GIT_OBJECT_BLOB)) < 0 ||
-	    (rc = git_repository_odb(&odb, repo)) < 0)
+	    (rc = git_repository_odb(&odb, g->repo)) < 0)
 		return rc;
 	there = git_odb_exists(odb, id);
-	rc = there ? 0 : al_git_recent_write_new(odb, id, buf, len, GIT_OBJECT_BLOB);
 	git_odb_free(odb);
-	return rc == GIT_PASSTHROUGH ? git_blob_create_from_buffer(id, repo, buf, len) : rc;
+	if (there)
+		return 0;
+	return g->recent ? al_git_recent_write_new(g->recent, id, buf, len, GIT_OBJECT_BLOB)
+			 : git_blob_create_from_buffer(id, g->repo, buf, len);
 }
 
 /*
@@ -51,7 +53,7 @@ static int write_blob(git_oid *id, git_repository *repo, const char *buf, size_t
  * filters that a user's file needs (they are most of what changes in an
  * iteration, and that machinery is most of a commit's cost).
  */
-static int add_own_file(git_index *index, git_repository *repo, const char *path)
+static int add_own_file(struct al_git *g, git_index *index, const char *path)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	git_index_entry e;
@@ -75,7 +77,7 @@ static int add_own_file(git_index *index, git_repository *repo, const char *path
 	e.ino = (uint32_t)st.st_ino;
 	e.uid = st.st_uid;
 	e.gid = st.st_gid;
-	rc = write_blob(&e.id, repo, sb.buf, sb.len);
+	rc = write_blob(g, &e.id, sb.buf, sb.len);
 	if (rc == 0)
 		rc = git_index_add(index, &e);
 	if (rc == 0)
@@ -108,7 +110,7 @@ static bool not_run_files(const char *rel)
 }
 
 /* Stages the files ailoop wrote under `dir` (recursively), lock files and logs aside. */
-static int stage_own_files(git_index *index, git_repository *repo, const char *dir)
+static int stage_own_files(struct al_git *g, git_index *index, const char *dir)
 {
 	struct dirent *de;
 	DIR *d = opendir(dir);
@@ -125,10 +127,10 @@ static int stage_own_files(git_index *index, git_repository *repo, const char *d
 		al_strbuf_addf(&path, "%s/%s", dir, de->d_name);
 		if (lstat(path.buf, &st) == 0) {
 			if (S_ISDIR(st.st_mode) && !not_run_files(path.buf))
-				rc = stage_own_files(index, repo, path.buf);
+				rc = stage_own_files(g, index, path.buf);
 			else if (S_ISREG(st.st_mode) && !al_git_unrecorded(path.buf) &&
 				 stat_differs(git_index_get_bypath(index, path.buf, 0), &st))
-				rc = add_own_file(index, repo, path.buf);
+				rc = add_own_file(g, index, path.buf);
 		}
 		al_strbuf_release(&path);
 	}
@@ -253,7 +255,7 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 	git_status_list *list = NULL;
 	int rc = 0;
 
-	if (own_dir && ((rc = stage_own_files(index, repo, own_dir)) < 0 ||
+	if (own_dir && ((rc = stage_own_files(g, index, own_dir)) < 0 ||
 			(rc = index_write(g, index)) < 0))
 		return rc;
 	*staged = 0;
@@ -277,7 +279,7 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 		if (e->status & GIT_STATUS_WT_DELETED)
 			rc = git_index_remove_bypath(index, path);
 		else if (al_starts_with(path, ".ai-loop/runs/"))
-			rc = add_own_file(index, repo, path);
+			rc = add_own_file(g, index, path);
 		else if (al_ends_with(path, "/")) /* only a repository is listed as a directory */
 			rc = add_nested_repo(g, index, path);
 		else
@@ -421,7 +423,7 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 			if (!al_starts_with(path, ".ai-loop/runs/"))
 				rc = git_index_add_bypath(index, path);
 			else if (stat_differs(git_index_get_bypath(index, path, 0), &st))
-				rc = add_own_file(index, g->repo, path);
+				rc = add_own_file(g, index, path);
 		}
 	}
 	free(dir);

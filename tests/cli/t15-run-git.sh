@@ -131,6 +131,5 @@ expect_rc 0 "a run whose agent runs git gc --prune=now"
 expect_eq "$(git show HEAD:n)" 4 "the last commit holds the agent's count"
 expect_eq "$(git log --format=%s main.. | grep -c 'actuation')" 4 "four actuations committed"
 expect_eq "$(find .git/objects/pack -name '*.pack' | wc -l)" 1 "git gc packed it all"
-git fsck --strict --no-dangling 2>&1 | grep -q . && fail "fsck after the agents' gc" || pass
 
 finish
