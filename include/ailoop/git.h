@@ -22,6 +22,11 @@ struct git_commit;
 /* Opens the repository whose work tree is the current directory. */
 int al_git_open(struct al_git **out);
 void al_git_free(struct al_git *g);
+/*
+ * For a process that only shows what it reads (ailoop log): objects are
+ * not hashed again as they are read, as git log does not hash them.
+ */
+void al_git_show_only(void);
 /* The work tree's own git directory (".git/", or .git/worktrees/NAME/). */
 const char *al_git_dir(struct al_git *g);
 

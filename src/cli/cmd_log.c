@@ -230,6 +230,7 @@ int cmd_log(int argc, char **argv)
 		code = al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
 		goto done;
 	}
+	al_git_show_only(); /* what a log reads is shown, never built on */
 	if (optind < argc) {
 		/* a run whose branch is not checked out is found on its branch */
 		char *state = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, argv[optind]);
