@@ -23,7 +23,7 @@ struct git_commit;
 int al_git_open(struct al_git **out);
 void al_git_free(struct al_git *g);
 /*
- * For a process that only shows what it reads (ailoop log): objects are
+ * For a process that only shows what it reads (log, report): objects are
  * not hashed again as they are read, as git log does not hash them.
  */
 void al_git_show_only(void);

@@ -75,6 +75,7 @@ int cmd_report(int argc, char **argv)
 		code = al_cli_fail(AL_EXIT_NOINPUT, "%s", al_errmsg());
 		goto done;
 	}
+	al_git_show_only(); /* what a report reads is shown, never built on */
 	if ((rc = al_run_view_load(&view, git, optind < argc ? argv[optind] : NULL)) < 0 ||
 	    (rc = al_report_load(&report, git, &view)) < 0) {
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
