@@ -209,6 +209,26 @@ Test(history, parse_accepts_ascii_separators_in_the_subject)
 	}
 }
 
+/* a commit another tool wrote may hold bytes that are not UTF-8: those lines are skipped */
+Test(history, parse_skips_lines_that_are_not_utf8)
+{
+	const char *message = "ai-loop[a]: iteration 2 \xe2\x80\x94 fix it\n\n[node-path] a\n"
+			      "[action] bad \xff\xfe bytes\n[status] done\n[run] run_1\n";
+	struct al_iteration it;
+
+	cr_assert(al_iteration_parse(&it, message));
+	cr_assert_str_eq(it.label, "2");
+	cr_assert_str_eq(it.summary, "fix it");
+	cr_assert_str_eq(it.node_path, "a");
+	cr_assert_null(it.action, "a line with invalid UTF-8 is not taken");
+	cr_assert_str_eq(it.status, "done", "the lines after it are");
+	cr_assert_str_eq(it.run_id, "run_1");
+	al_iteration_release(&it);
+	cr_assert_not(al_iteration_parse(&it, "ai-loop[\xc3]: iteration 1 \xe2\x80\x94 x\n\n"
+						"[node-path] a\n"),
+		      "a subject with invalid UTF-8 is not an iteration's");
+}
+
 Test(history, parse_rejects_other_messages)
 {
 	static const char *const messages[] = {
