@@ -67,9 +67,25 @@ enum { KID_COMPLETE, KID_FAILED, KID_INTERRUPTED, KID_ERROR };
 
 struct kid {
 	pid_t pid;       /* 0: not started (or reaped) */
-	int fd;          /* read end of its message pipe */
+	int fd;          /* read end of its message pipe (non-blocking); -2 once it closed */
 	struct al_strbuf msg;
 };
+
+/* Reads what the child has written to its pipe so far; at its end, closes it. */
+static void drain(struct kid *kid)
+{
+	char buf[4096];
+	ssize_t r;
+
+	if (kid->fd < 0)
+		return;
+	while ((r = read(kid->fd, buf, sizeof(buf))) > 0 && kid->msg.len < 65536)
+		al_strbuf_add(&kid->msg, buf, (size_t)r);
+	if (r == 0) {
+		close(kid->fd);
+		kid->fd = -2; /* closed: waitpid still to come */
+	}
+}
 
 static int success_needed(const struct al_node *n)
 {
@@ -390,7 +406,11 @@ static int ended(struct al_node_run *nr, struct kid *kid, size_t k, int status)
 	long code = 0;
 	int rc = 0, brk = 0;
 
-	/* "<commits> <break_loop> <rc> <message>" */
+	/*
+	 * "<commits> <break_loop> <rc> <message>", written just before the
+	 * child exited: it may have come after the pipe was last read.
+	 */
+	drain(kid);
 	if (kid->msg.len) {
 		nr->ex->commits += strtoul(kid->msg.buf, &end, 10);
 		brk = (int)strtol(end, &end, 10);
@@ -454,19 +474,9 @@ static void wait_some(struct kid *kids, size_t n)
 	/* a pipe closes when its child exits, which wakes this up */
 	if (poll(fds, m, timeout) > 0)
 		al_signals_drain();
-	for (size_t i = 0; i < n; i++) {
-		char buf[4096];
-		ssize_t r;
-
-		if (kids[i].pid <= 0 || kids[i].fd < 0)
-			continue;
-		while ((r = read(kids[i].fd, buf, sizeof(buf))) > 0 && kids[i].msg.len < 65536)
-			al_strbuf_add(&kids[i].msg, buf, (size_t)r);
-		if (r == 0) {
-			close(kids[i].fd);
-			kids[i].fd = -2; /* closed: waitpid still to come */
-		}
-	}
+	for (size_t i = 0; i < n; i++)
+		if (kids[i].pid > 0)
+			drain(&kids[i]);
 }
 
 /* Marks every unfinished child skipped, before any is stopped. */
