@@ -12,6 +12,9 @@ command -v strace >/dev/null || { echo "skipped: no strace"; exit 77; }
 strace -o /dev/null -e inject=read:delay_exit=1000 true 2>/dev/null ||
 	{ echo "skipped: strace cannot inject delays here"; exit 77; }
 
+# (LeakSanitizer cannot work under ptrace: a sanitizer build checks leaks elsewhere)
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+
 R=$TEST_TMP/repo
 new_repo "$R"
 mkdir -p "$R/.ai-loop/agents"
