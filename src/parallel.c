@@ -83,7 +83,7 @@ static void drain(struct kid *kid)
 		al_strbuf_add(&kid->msg, buf, (size_t)r);
 	if (r == 0) {
 		close(kid->fd);
-		kid->fd = -2; /* closed: waitpid still to come */
+		kid->fd = -2; /* closed: the child is reaped on its own */
 	}
 }
 

@@ -17,10 +17,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 
 R=$TEST_TMP/repo
 new_repo "$R"
-mkdir -p "$R/.ai-loop/agents"
-printf -- '---\nname: broken\ncommand: %s\n---\nFails.\n' \
-	'sleep 0.2; echo "broken" >&2; exit 3' >"$R/.ai-loop/agents/broken.md"
-printf -- '---\nname: check\ncommand: exit 1\n---\n' >"$R/.ai-loop/agents/check.md"
+command_agents "$R" 'exit 1' 'sleep 0.2; echo "broken" >&2; exit 3'
 cat >"$R/.ai-loop/flow.yaml" <<'YAML'
 version: 1
 flow:
@@ -30,8 +27,8 @@ flow:
     - id: fix
       type: loop
       controller: builtin:all-pass
-      sensors: [.ai-loop/agents/check.md]
-      actuator: {strategy: direct, agent: .ai-loop/agents/broken.md}
+      sensors: [.ai-loop/agents/sensor.md]
+      actuator: {strategy: direct, agent: .ai-loop/agents/act.md}
 YAML
 commit_all "$R"
 cd "$R"
@@ -44,7 +41,7 @@ for turn in 1 2 3; do
 	run strace -o /dev/null -e inject=poll:retval=0 -e inject=read:delay_exit=20000 \
 		"$AILOOP" run --quiet "fix it"
 	expect_rc 1 "turn $turn: the child's error is the run's (not an internal error)"
-	expect_in "$err" "actuator '.ai-loop/agents/broken.md' failed with exit status 3" \
+	expect_in "$err" "actuator '.ai-loop/agents/act.md' failed with exit status 3" \
 		"turn $turn: the child's error is reported"
 	expect_not_in "$err" "parallel child 'par/fix' failed" "turn $turn: not a bare 'failed'"
 done
