@@ -76,9 +76,7 @@ static int is_that_commit(const char *oid, const char *message, int64_t time, vo
 	(void)time;
 	if (!al_iteration_parse(&it, message))
 		return 0;
-	/* a merge carries its parallel node's path and label, but is not its iteration */
-	fc->found = !it.merge && !strcmp(it.node_path, fc->f->node_path) &&
-		    !strcmp(it.label, fc->f->label);
+	fc->found = al_iteration_is(&it, fc->f->node_path, fc->f->label, fc->f->status);
 	al_iteration_release(&it);
 	return fc->found;
 }

@@ -8,7 +8,8 @@
 # `git fsck --strict` and work tree, no worktree left, the same status.
 # Then the same for a loop whose parallel node runs twice: the second
 # run's children start from its start commit, their old branches made
-# again.
+# again. And a parallel root whose children both fail: its end commit,
+# at the label of its start commit, is the resume's first.
 . "$(dirname "$0")/lib.sh"
 
 T=$TEST_TMP
@@ -80,5 +81,32 @@ reference_run "$T/rounds" "deliver it" canonical
 expect_eq "$ref_rc $ref_status" "0 complete" "the reference run of the loop succeeds"
 expect_eq "$(cat a-2.txt)" "a-1.txt b-1.txt todo.txt " "the second round's child sees what the first round merged"
 kill_each_point "$T/rounds" "deliver it" canonical lock_free
+
+# --- the run is a parallel node in worktrees whose children both fail: no
+# child commits and nothing is merged, so its end commit is the first one
+# the resume makes (at the label of its start commit, which is not its end)
+loop_repo "$T/failing" x
+scripted_agents "$T/failing" action
+cat >"$T/failing/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+defaults:
+  action_agent: .ai-loop/agents/action.md
+flow:
+  id: par
+  type: parallel
+  isolation: worktree
+  success_threshold: 1
+  failure_threshold: 2
+  children:
+    - {id: a, skill: a}
+    - {id: b, skill: b}
+YAML
+echo fails >"$T/plan"
+commit_all "$T/failing"
+reference_run "$T/failing" "deliver it" canonical
+expect_eq "$ref_rc $ref_status" "1 failed" "the reference run of failing children fails"
+expect_eq "$(git log --format=%s -1)" "ai-loop[par]: iteration 0 — 2 of 2 children failed" \
+	"the reference run's end is committed"
+kill_each_point "$T/failing" "deliver it" canonical lock_free
 
 finish

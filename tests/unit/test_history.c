@@ -71,6 +71,29 @@ Test(history, a_merge_reads_back_as_a_merge_not_an_iteration)
 	free(n);
 }
 
+Test(history, a_commit_is_its_node_label_and_status_not_a_start_or_merge_of_them)
+{
+	struct al_commit_fields start = { .node_path = "par", .label = "0", .status = "running",
+					  .summary = "start: the children work in worktrees" };
+	struct al_commit_fields merge = { .node_path = "par", .label = "0", .status = "running",
+					  .summary = "merge a", .merge = "a",
+					  .merge_branch = "ai-loop/x--a" };
+	char *s = message(&start), *m = message(&merge);
+	struct al_iteration it;
+
+	cr_assert(al_iteration_parse(&it, s));
+	cr_assert(al_iteration_is(&it, "par", "0", "running"));
+	cr_assert_not(al_iteration_is(&it, "par", "0", "failed"), "the start is not the end");
+	cr_assert_not(al_iteration_is(&it, "par", "1", "running"));
+	cr_assert_not(al_iteration_is(&it, "par/a", "0", "running"));
+	al_iteration_release(&it);
+	cr_assert(al_iteration_parse(&it, m));
+	cr_assert_not(al_iteration_is(&it, "par", "0", "running"), "a merge is no iteration");
+	al_iteration_release(&it);
+	free(s);
+	free(m);
+}
+
 Test(history, commit_message_level_follows_the_path_depth)
 {
 	struct al_commit_fields f = { .node_path = "root", .label = "0", .status = "running",
