@@ -434,6 +434,14 @@ int al_call_finish(struct al_call *call)
 				     r->interrupted ? "cancelled" : r->timed_out ? "timed out" :
 				     slurm_failed ? "failed by slurm" : "exited");
 	}
+	/* before anything is written there: into removed directories, or lost */
+	if (call->run && al_run_files_gone(call->run))
+		return al_err(AL_EMOVED, "%s '%s' removed the run's files that git does not track "
+			      "(in %s: its lock, event log, working memory and agents' logs), as "
+			      "'git clean -x' does; ailoop stopped there, and the run's commits are "
+			      "safe. Resume the run to go on without what they held (should its "
+			      "committed files have gone too: git checkout HEAD -- %s, then resume)",
+			      who, c->agent->path, call->run->dir, call->run->dir);
 	if (r->log_truncated)
 		al_strbuf_adds(&log, "[ailoop: earlier output dropped, the last 1 MiB follows]\n");
 	al_strbuf_add(&log, r->log.buf, r->log.len);

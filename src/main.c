@@ -133,6 +133,7 @@ static void print_main_help(FILE *out)
 	      "   0  target met / flow succeeded\n"
 	      "   1  flow finished without success (max iterations, failed fallbacks, ...),\n"
 	      "      or an agent moved HEAD off the run's branch (the run is paused),\n"
+	      "      or removed the run's untracked files, as git clean -x does (paused),\n"
 	      "      or your change conflicts with a parallel child's worktree (paused)\n"
 	      "   2  a node's timeout expired\n"
 	      "   3  interrupted (SIGINT/SIGTERM); the run is paused and resumable\n"

@@ -286,6 +286,13 @@ done:
 	return rc;
 }
 
+bool al_run_files_gone(const struct al_run *run)
+{
+	struct stat st;
+
+	return run->lock_fd >= 0 && fstat(run->lock_fd, &st) == 0 && st.st_nlink == 0;
+}
+
 void al_run_unlock(struct al_run *run)
 {
 	struct al_strbuf path = AL_STRBUF_INIT;

@@ -47,6 +47,11 @@ void al_run_free(struct al_run *run);
 int al_run_lock(struct al_run *run);
 /* Removes the lock file (at the end of a run) and releases the lock. */
 void al_run_unlock(struct al_run *run);
+/*
+ * Whether the run's lock file, which git does not track, was removed while
+ * held: then so were its other untracked files (an agent's `git clean -x`).
+ */
+bool al_run_files_gone(const struct al_run *run);
 /* Who holds the lock of run directory `dir`, or NULL if nobody. Caller frees. */
 char *al_run_lock_holder(const char *dir);
 

@@ -22,7 +22,8 @@ enum {
 	AL_EUSAGE = -8,      /* bad command line */
 	AL_EAGENT = -9,      /* an agent failed (exit status, no output, …) */
 	AL_EBLOCKED = -10,   /* blocked: a circuit breaker opened or a budget ran out */
-	AL_EMOVED = -11,     /* an agent moved HEAD off the run's branch, or reset it */
+	AL_EMOVED = -11,     /* an agent moved HEAD off the run's branch, reset it, or
+				removed the run's untracked files */
 	AL_EFEEDBACK = -12,  /* an action queued feedback: its handler (feedback.h) takes over */
 	AL_ECONFLICT = -13,  /* the user's change conflicts with the run's work; the run pauses */
 };

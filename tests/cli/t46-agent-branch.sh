@@ -3,7 +3,8 @@
 # resets the branch behind ailoop's last commit): ailoop commits nothing
 # anywhere, pauses the run with an error naming both branches or commits
 # and what to do, exits 1, and resume goes on once the user has put the
-# branch back. An agent that commits on the run's branch is fine.
+# branch back. So for an agent that removes the run's untracked files
+# (`git clean -x`). An agent that commits on the run's branch is fine.
 . "$(dirname "$0")/lib.sh"
 
 # once_agent DIR NAME COMMAND: an actuator that fixes one item, and runs
@@ -24,6 +25,8 @@ MD
 run "$AILOOP" --help
 expect_in "$out" "or an agent moved HEAD off the run's branch (the run is paused)" \
 	"--help says what exit 1 also means"
+expect_in "$out" "or removed the run's untracked files, as git clean -x does (paused)" \
+	"--help says exit 1 is also for an agent's git clean -x"
 
 # an actuator that switches to a new branch
 R=$TEST_TMP/switch
@@ -186,6 +189,28 @@ cd "$R"
 run "$AILOOP" run --no-branch "fix it"
 expect_rc 1 "--no-branch: a switch is caught"
 expect_in "$err" "HEAD is on branch 'other', not on the run's branch 'main'" "--no-branch: names main"
+
+# an actuator that removes the run's untracked files (its lock, event log,
+# memory, logs) with `git clean -x`: caught as soon as it exits, before
+# anything is written where they were; resume goes on without them
+R=$TEST_TMP/clean
+loop_repo "$R" a b
+once_agent "$R" cleaner "git clean -fdxq"
+one_loop "$R" cleaner.md
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix it"
+expect_rc 1 "git clean -x: an agent's doing"
+expect_in "$err" "actuator '.ai-loop/agents/cleaner.md' removed the run's files that git does not track" \
+	"git clean -x: the error names the agent"
+expect_in "$err" "as 'git clean -x' does; ailoop stopped there, and the run's commits are safe" \
+	"git clean -x: the error says what happened and that the commits are safe"
+expect_in "$out" "is paused: continue it with 'ailoop resume" "git clean -x: the run is paused"
+expect_eq "$(git fsck --strict 2>&1)" "" "git clean -x: git fsck --strict"
+run "$AILOOP" resume
+expect_rc 0 "git clean -x: resume completes the run"
+expect_eq "$(cat todo.txt)" "" "git clean -x: the work was done"
+expect_eq "$(git status --porcelain)" "" "git clean -x: clean tree after the run"
 
 # an agent that commits by itself on the run's branch is fine
 R=$TEST_TMP/self
