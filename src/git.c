@@ -185,6 +185,16 @@ static int contains_last(struct al_git *g, const git_oid *tip)
 	return rc < 0 ? al_git_fail("cannot read the history") : rc;
 }
 
+/*
+ * A parallel child's git commands are for its own worktree, not the main
+ * one, where they would move the run's branch: the way back says where.
+ */
+static void in_worktree(struct al_strbuf *sb, const struct al_git *g)
+{
+	if (git_repository_is_worktree(g->repo))
+		al_strbuf_addf(sb, "in the worktree %s, ", git_repository_workdir(g->repo));
+}
+
 /* HEAD is on `ref` (NULL: detached at `tip`), not where the run commits. */
 static int switched(struct al_git *g, const char *ref, const git_oid *tip)
 {
@@ -211,6 +221,7 @@ static int switched(struct al_git *g, const char *ref, const git_oid *tip)
 	else
 		al_strbuf_addf(&sb, ", but the run works on a detached HEAD (at %s)", last);
 	al_strbuf_adds(&sb, ": an agent switched branches, and ailoop committed nothing; ");
+	in_worktree(&sb, g);
 	if (run && ahead == 1)
 		al_strbuf_addf(&sb, "to keep the commits made there, go back with 'git branch -f %s "
 			       "%s && git checkout %s'", run, ref ? branch_name(ref) : at, run);
@@ -244,7 +255,9 @@ static int moved(struct al_git *g, const git_oid *tip, const char *own_dir)
 		al_strbuf_addf(&sb, "the run's branch '%s' was deleted, with",
 			       branch_name(g->branch_ref));
 	al_strbuf_addf(&sb, " ailoop's last commit %s: an agent reset or rewrote it, and ailoop "
-		       "committed nothing; put it back with 'git reset --soft %s", last, last);
+		       "committed nothing; ", last);
+	in_worktree(&sb, g);
+	al_strbuf_addf(&sb, "put it back with 'git reset --soft %s", last);
 	if (own_dir)
 		al_strbuf_addf(&sb, " && git checkout %s -- %s' (the run's files as committed; the "
 			       "rest of the work tree stays as it is)", last, own_dir);

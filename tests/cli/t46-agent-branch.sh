@@ -190,6 +190,40 @@ run "$AILOOP" run --no-branch "fix it"
 expect_rc 1 "--no-branch: a switch is caught"
 expect_in "$err" "HEAD is on branch 'other', not on the run's branch 'main'" "--no-branch: names main"
 
+# a parallel child's agent detaches HEAD in its worktree: the way back is
+# a command for that worktree (in the main one it would move the run's
+# branch), and the message says where
+R=$TEST_TMP/worktree
+new_repo "$R"
+mkdir -p "$R/.ai-loop/agents"
+printf 'one\ntwo\nthree\nfour\n' >"$R/shared.txt"
+cp "$FIXTURES"/worktree/edit.md "$FIXTURES"/worktree/edit.sh "$R/.ai-loop/agents/"
+printf -- '---\nname: mover\ncommand: sh .ai-loop/agents/edit.sh && git checkout -q --detach\n---\n' \
+	>"$R/.ai-loop/agents/mover.md"
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: par
+  type: parallel
+  isolation: worktree
+  children:
+    - {id: a, skill: line-1-A, agent: .ai-loop/agents/mover.md}
+    - {id: b, skill: line-4-B, agent: .ai-loop/agents/edit.md}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "move it"
+expect_rc 1 "a child's detached HEAD: an agent's doing"
+wt=$(cd .ai-loop/runs/run_*/worktrees/a && pwd -P)/
+expect_in "$err" "in the worktree $wt, go back with 'git checkout ai-loop/move-it--a'" \
+	"a child's detached HEAD: the way back names the child's worktree"
+expect_eq "$(git rev-parse --abbrev-ref HEAD)" "ai-loop/move-it" "a child's detached HEAD: the main work tree stays"
+(cd "$wt" && git checkout -q ai-loop/move-it--a)
+run "$AILOOP" resume
+expect_rc 0 "a child's detached HEAD: resume once it is back"
+expect_eq "$(tr '\n' , <shared.txt)" "A,two,three,B," "a child's detached HEAD: both children merged"
+expect_eq "$(git status --porcelain)" "" "a child's detached HEAD: clean tree after the run"
+
 # an actuator that removes the run's untracked files (its lock, event log,
 # memory, logs) with `git clean -x`: caught as soon as it exits, before
 # anything is written where they were; resume goes on without them
