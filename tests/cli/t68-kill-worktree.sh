@@ -9,7 +9,8 @@
 # Then the same for a loop whose parallel node runs twice: the second
 # run's children start from its start commit, their old branches made
 # again. And a parallel root whose children both fail: its end commit,
-# at the label of its start commit, is the resume's first.
+# at the label of its start commit, is the resume's first. And one whose
+# children's merges conflict, which a resolver agent resolves.
 . "$(dirname "$0")/lib.sh"
 
 T=$TEST_TMP
@@ -108,5 +109,34 @@ expect_eq "$ref_rc $ref_status" "1 failed" "the reference run of failing childre
 expect_eq "$(git log --format=%s -1)" "ai-loop[par]: iteration 0 — 2 of 2 children failed" \
 	"the reference run's end is committed"
 kill_each_point "$T/failing" "deliver it" canonical lock_free
+
+# --- two children change the same line: their second merge conflicts, and a
+# resolver agent resolves it in a worktree of its own (on_conflict: agent)
+new_repo "$T/conflict"
+mkdir -p "$T/conflict/.ai-loop/agents"
+printf 'one\ntwo\nthree\nfour\n' >"$T/conflict/shared.txt"
+# (each agent writes the whole file: a kill leaves no temporary file, as sed -i's)
+for w in A B AB; do
+	printf -- '---\nname: write-%s\ncommand: printf "one\\n%s\\nthree\\nfour\\n" >shared.txt\n---\n' \
+		"$w" "$w" >"$T/conflict/.ai-loop/agents/write-$w.md"
+done
+cat >"$T/conflict/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: par
+  type: parallel
+  isolation: worktree
+  on_conflict: {agent: .ai-loop/agents/write-AB.md}
+  children:
+    - {id: a, agent: .ai-loop/agents/write-A.md}
+    - {id: b, agent: .ai-loop/agents/write-B.md}
+YAML
+commit_all "$T/conflict"
+reference_run "$T/conflict" "deliver it" canonical
+expect_eq "$ref_rc $ref_status" "0 complete" "the reference run with a conflict succeeds"
+expect_eq "$(tr '\n' , <shared.txt)" "one,AB,three,four," "the reference run's merge is the resolver's"
+expect_eq "$(git log --merges --format=%s | grep -c 'resolved by .ai-loop/agents/write-AB.md')" 1 \
+	"the reference run's second merge is resolved"
+kill_each_point "$T/conflict" "deliver it" canonical lock_free
 
 finish
