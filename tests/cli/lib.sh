@@ -347,6 +347,15 @@ reference_run() {
 	total=$(wc -l <"$TEST_TMP/points")
 }
 
+# lock_free: no process of a killed run is left, after a moment: it held
+# the work tree's lock (a parallel child dies with its parent, not at once);
+# the SETTLED of kill_each_point for flows with parallel nodes
+lock_free() {
+	local i=0
+	while ! flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do sleep 0.02; i=$((i + 1)); done
+	[ $i -lt 100 ]
+}
+
 # For each crash point 1..$total, a copy of the repository TEMPLATE runs
 # TASK with AILOOP_CRASH_AT; the killed run is resumed once (killed before
 # the run existed, it is run again) and must end as the reference did:

@@ -56,12 +56,6 @@ canonical() {
 	triples "$1" | grep -v ' main/tries/both/'
 	triples "$1" | grep ' main/tries/both/' | sort
 }
-# no process of the killed run is left (a parallel child dies with its parent)
-lock_free() {
-	local i=0
-	while ! flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do sleep 0.02; i=$((i + 1)); done
-	[ $i -lt 100 ]
-}
 reference_run "$T/failed" "deliver it" canonical
 expect_eq "$ref_rc $ref_status" "1 failed" "the failing root's reference run fails"
 expect_eq "$(git log --format=%s -1)" "ai-loop[main]: iteration 0 — tries: failed" \

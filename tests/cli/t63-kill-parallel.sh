@@ -53,12 +53,6 @@ expect_eq "$(sort -n "$T/points" | tail -1 | cut -d' ' -f1)" "$total" "and they 
 
 # no process of the killed run is left: its work tree's lock is free
 # (a killed process lets go of its locks an instant after it is reaped)
-lock_free() {
-	local i=0
-	while ! flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do sleep 0.02; i=$((i + 1)); done
-	[ $i -lt 100 ]
-}
-
 kill_each_point "$T/template" "deliver it" canonical lock_free
 
 # --- SIGKILL of the coordinator alone while its children run -----------------------------

@@ -45,12 +45,6 @@ expect_eq "$(git ls-files | grep -v '^\.ai-loop/' | tr '\n' ' ')" \
 	"README a-0.txt b-0.txt first-0.txt last-0.txt todo.txt " "the reference run's files"
 grep -q merge-checkout "$T/points" && pass || fail "the merges' crash points are counted"
 
-lock_free() {
-	local i=0
-	while ! flock -n .git/ailoop.lock true && [ $i -lt 100 ]; do sleep 0.02; i=$((i + 1)); done
-	[ $i -lt 100 ]
-}
-
 kill_each_point "$T/template" "deliver it" canonical lock_free
 
 # --- a parallel node in a loop: each child lists what its worktree holds
