@@ -398,6 +398,22 @@ done:
 }
 
 /*
+ * What an agent that failed says when its disk or quota was full: the
+ * C library's words for ENOSPC and EDQUOT (in an English locale), which
+ * the tools an agent runs print. Such a failure is the machine's, not the
+ * agent's: the run pauses, and once there is room the step runs again.
+ */
+static const char *disk_full(const struct al_proc_result *r)
+{
+	static const char *const said[] = { "No space left on device", "Disk quota exceeded" };
+
+	for (size_t i = 0; i < sizeof(said) / sizeof(*said); i++)
+		if (r->log.len && memmem(r->log.buf, r->log.len, said[i], strlen(said[i])))
+			return said[i];
+	return NULL;
+}
+
+/*
  * Whether the output file stands as the call's output: the agent wrote it
  * (al_call_prepare emptied it), or it is empty and so is what the agent
  * printed.
@@ -414,7 +430,7 @@ int al_call_finish(struct al_call *call)
 	const struct al_call_ctx *c = call->ctx;
 	struct al_proc_result *r = &call->res;
 	struct al_strbuf log = AL_STRBUF_INIT;
-	const char *who = al_role_names[c->role];
+	const char *who = al_role_names[c->role], *full;
 	char why[256] = "";
 	bool slurm_failed = false;
 	long job = 0;
@@ -480,6 +496,10 @@ int al_call_finish(struct al_call *call)
 	if (r->exit_code == 127 && !r->duration_ms && !r->out.len)
 		return al_err(AL_EAGENT, "%s '%s': cannot run '%s' (log: %s)", who,
 			      c->agent->path, call->argv[0], call->log_path);
+	if (r->exit_code && (full = disk_full(r)))
+		return al_err(AL_ERROR, "%s '%s' failed with exit status %d, and its output says "
+			      "\"%s\" (log: %s): once there is room, resume the run, and the step "
+			      "runs again", who, c->agent->path, r->exit_code, full, call->log_path);
 	if (r->exit_code)
 		return al_err(AL_EAGENT, "%s '%s' failed with exit status %d (log: %s)", who,
 			      c->agent->path, r->exit_code, call->log_path);

@@ -142,7 +142,7 @@ static void print_main_help(FILE *out)
 	      "  65  invalid flow or agent file\n"
 	      "  66  a needed file is missing\n"
 	      "  69  an agent runner's program is not installed\n"
-	      "  70  internal error\n"
+	      "  70  internal error, or a full disk (an agent's too); the run is paused\n"
 	      "  75  the run is locked by another live ailoop process\n\n"
 	      "Run 'ailoop help <command>' for a command's options.\n", out);
 }

@@ -2,7 +2,8 @@
 # Agents at the edges: a SIGINT at any instant pauses the run, also between
 # two agents; a process an agent detaches with setsid does not outlive its
 # step; a prompt too long for a command-line argument and an output path
-# turned into a directory are agent errors, not a paused run.
+# turned into a directory are agent errors, not a paused run; an agent
+# that fails on a full disk pauses the run.
 . "$(dirname "$0")/lib.sh"
 
 # --- SIGINT at random instants of a loop of trivial agents: exit 3, paused -------
@@ -137,6 +138,41 @@ expect_eq "$(grep -c 'left a directory at its output path' <<<"$err" | awk '$1 >
 	yes "each iteration's failure is an agent error"
 expect_eq "$("$AILOOP" status --json | jq -r .status)" max-iterations-reached \
 	"the loop ran to its limit"
+
+# --- an agent that fails on a full disk (or quota): the machine's failure, not
+# the agent's, so the run pauses (even with on_error: continue), and the
+# resume runs the step again: the history is a run's that never ran short
+export FULL=$TEST_TMP/full
+R=$TEST_TMP/full-disk
+loop_repo "$R" a b
+cat >"$R/.ai-loop/agents/short.md" <<'MD'
+---
+name: short
+command: >-
+  if [ -s "$FULL" ]; then echo "sed: couldn't flush stdout: $(cat "$FULL")" >&2; : >"$FULL"; exit 4;
+  else sh .ai-loop/agents/fix.sh; fi
+---
+Fixes one item, unless the disk is full.
+MD
+one_loop "$R" short.md "" "" "termination: {on_error: continue}"
+commit_all "$R"
+cp -a "$R" "$R-reference"
+(cd "$R-reference" && "$AILOOP" run --quiet x >/dev/null 2>&1)
+for said in "No space left on device" "Disk quota exceeded"; do
+	rm -rf "$R-$said"
+	cp -a "$R" "$R-$said"
+	cd "$R-$said"
+	echo "$said" >"$FULL"
+	run "$AILOOP" run x
+	expect_rc 70 "$said: the run stops as on its own full disk"
+	expect_in "$err" "actuator '.ai-loop/agents/short.md' failed with exit status 4, and its output says \"$said\"" \
+		"$said: the error names the agent and what it said"
+	expect_in "$out" "is paused: continue it with 'ailoop resume" "$said: the run is paused"
+	run "$AILOOP" resume
+	expect_rc 0 "$said: the resume once there is room completes the run"
+	expect_eq "$(triples "$R-$said")" "$(triples "$R-reference")" "$said: the history of a run never short"
+	expect_eq "$(git status --porcelain)" "" "$said: nothing left uncommitted"
+done
 
 # --- an output written by one call and not by the next ---------------------------------
 # Each call starts from an empty output file: what one call wrote never
