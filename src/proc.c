@@ -891,8 +891,18 @@ int al_proc_kill_recorded(const char *record, const char *entry)
 			pids_add(&victims, all[i]);
 	}
 	free(all);
-	for (size_t i = 0; i < victims.n; i++)
+	for (size_t i = 0; i < victims.n; i++) {
+		struct pstat ps;
+
+		/*
+		 * A recorded agent's group at once, first: a process forked
+		 * since the walk above is in it, and the kernel lets nothing
+		 * fork out of a group being killed.
+		 */
+		if (read_stat(victims.v[i], &ps) && pids_has(&recorded, ps.pgid))
+			kill(-ps.pgid, SIGKILL);
 		kill(victims.v[i], SIGKILL);
+	}
 	found = (int)victims.n;
 	/* wait (at most 2 s) until they are gone: dead, or zombies of another parent */
 	for (int64_t until = al_now_ms() + 2000; al_now_ms() < until;) {

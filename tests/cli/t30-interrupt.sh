@@ -3,7 +3,8 @@
 # agent's whole process group gone, and resume finishes it as if nothing
 # had happened; a second SIGINT kills at once; a second ailoop on the same
 # run is refused (exit 75); `run` with a run to resume asks or refuses.
-# After SIGKILL, resume stops the agents the run left, recorded or not.
+# After SIGKILL, resume stops the agents the run left, recorded or not,
+# and all of an agent's group, however fast it forks.
 . "$(dirname "$0")/lib.sh"
 
 export GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
@@ -137,6 +138,33 @@ rec=$(echo .ai-loop/runs/run_*/logs/agents)
 expect_eq "$(head -c 4 "$rec")" "key " "the record holds the key the agents carry"
 sed -i 2,\$d "$rec" # the key alone: as if killed before the agent's pid was written
 resume_stops_orphan "SIGKILL before the agent's pid was recorded"
+
+# --- SIGKILL while the agent forks all the time: resume stops its whole group,
+# the processes it forks while it is being stopped included
+for trial in $(seq ${FORK_TRIALS:-5}); do
+	gated_repo "forker-$trial"
+	cat >.ai-loop/agents/gated.md <<'MD'
+---
+name: forker
+command: >-
+  echo $$ >>"$STARTED";
+  while [ -e "$GATE" ]; do sleep 1 & sleep 0.002; done;
+  sh .ai-loop/agents/fix.sh
+---
+Forks while the gate is there, then fixes one item.
+MD
+	commit_all "$R" "forks"
+	touch "$GATE"
+	rm -f "$STARTED"
+	"$AILOOP" run "fix all" >/dev/null 2>&1 &
+	pid=$!
+	wait_for "$STARTED" && pass || fail "forker $trial: the actuator of the run to kill started"
+	orphan=$(head -1 "$STARTED")
+	sleep 0.3
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null
+	resume_stops_orphan "SIGKILL of an agent that forks, trial $trial"
+done
 
 # --- resume from another branch: the run's branch is checked out ----------------------
 gated_repo elsewhere
