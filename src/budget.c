@@ -164,7 +164,7 @@ static int64_t seen_room_at(const struct calls_seen *s, int per_hour)
 int al_budget_read(const char *run_dir, int per_hour, struct al_budget_use *use)
 {
 	char *path = al_xprintf("%s/" AL_BUDGET_FILE, run_dir);
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), rc = 0;
 	struct calls_seen s = { 0 };
 
 	memset(use, 0, sizeof(*use));

@@ -192,12 +192,13 @@ static int cut(int fd, size_t len, const struct stat *st)
 
 /*
  * The scratch file X.lock of a state file X, opened for writing over: made
- * if missing; one that is not a plain file of one link (an agent's link)
- * is replaced. Returns the descriptor, or -1 with errno set.
+ * if missing; one that is not a plain file of one link (an agent's link,
+ * or its FIFO, which O_NONBLOCK opens at once or not at all) is replaced.
+ * Returns the descriptor, or -1 with errno set.
  */
 static int open_scratch(const char *lock, struct stat *st)
 {
-	int fd = open(lock, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int fd = open(lock, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 
 	if (fd >= 0 && fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_nlink == 1)
 		return fd;
@@ -253,12 +254,13 @@ done:
 
 int al_write_in_place(const char *path, const void *data, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	/* (an agent's FIFO there would hold a plain open until someone reads it) */
+	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 	size_t half = len / 2;
 	struct stat st;
 
-	if (fd < 0 && errno == ELOOP)
-		return al_write_atomic(path, data, len); /* a symbolic link: replaced */
+	if (fd < 0 && (errno == ELOOP || errno == ENXIO))
+		return al_write_atomic(path, data, len); /* a symbolic link, a FIFO: replaced */
 	if (fd < 0)
 		return al_err(AL_ERROR, "cannot write '%s': %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
@@ -285,7 +287,8 @@ fail:
 int al_append_line(int *fd, const char *path, const char *line, size_t len)
 {
 	if (*fd < 0)
-		*fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+		*fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			   0644);
 	if (*fd < 0)
 		return al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
 	if (al_write_all(*fd, line, len) < 0)

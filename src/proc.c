@@ -644,7 +644,7 @@ static void record(const char *path, const struct child *cs, size_t n)
 			close(fd);
 		free(open_path);
 		open_path = al_strdup(path);
-		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
 		size = -1;
 	}
 	al_strbuf_addf(&sb, "key %s\n", agent_key() + sizeof(KEY_VAR));

@@ -200,7 +200,7 @@ char *al_run_lock_holder(const char *dir)
 	char *holder = NULL;
 
 	al_strbuf_addf(&path, "%s/lock", dir);
-	fd = open(path.buf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open(path.buf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
 		if (al_strbuf_read_file(&who, path.buf, 4096) == 0)
 			al_strbuf_rtrim(&who);

@@ -3,7 +3,8 @@
 # two agents; a process an agent detaches with setsid does not outlive its
 # step; a prompt too long for a command-line argument and an output path
 # turned into a directory are agent errors, not a paused run; an agent
-# that fails on a full disk pauses the run.
+# that fails on a full disk pauses the run; FIFOs an agent leaves where
+# ailoop writes do not hold it.
 . "$(dirname "$0")/lib.sh"
 
 # --- SIGINT at random instants of a loop of trivial agents: exit 3, paused -------
@@ -173,6 +174,30 @@ for said in "No space left on device" "Disk quota exceeded"; do
 	expect_eq "$(triples "$R-$said")" "$(triples "$R-reference")" "$said: the history of a run never short"
 	expect_eq "$(git status --porcelain)" "" "$said: nothing left uncommitted"
 done
+
+# --- an agent leaves FIFOs where ailoop writes next (its output, its log, the
+# state's scratch file): an open for writing would wait for a reader for
+# ever; they are replaced as links are, and the run completes
+R=$TEST_TMP/fifos
+loop_repo "$R" a b
+cat >"$R/.ai-loop/agents/fifos.md" <<'MD'
+---
+name: fifos
+command: >-
+  sh .ai-loop/agents/fix.sh;
+  d=$(dirname "$AILOOP_OUTPUT");
+  for f in "$AILOOP_OUTPUT" "$d/logs/actuator.log" "$d/orchestrator-output.md.lock"; do
+  rm -f "$f"; mkfifo "$f"; done
+---
+Fixes one item, and leaves FIFOs behind.
+MD
+one_loop "$R" fifos.md
+commit_all "$R"
+cd "$R"
+run timeout 60 "$AILOOP" run x
+expect_rc 0 "FIFOs where ailoop writes: the run completes, without waiting for a reader"
+expect_eq "$(find .ai-loop -type p)" "" "FIFOs where ailoop writes: each replaced by a file"
+expect_eq "$(git status --porcelain)" "" "FIFOs where ailoop writes: nothing left uncommitted"
 
 # --- an output written by one call and not by the next ---------------------------------
 # Each call starts from an empty output file: what one call wrote never
