@@ -95,10 +95,12 @@ wait "$first" && rc=0 || rc=$?
 expect_eq "$rc" 0 "the first resume finishes"
 expect_eq "$(triples "$R")" "$ref_triples" "history after the contested resume"
 
-# killed_in_agent NAME: a run in $TEST_TMP/NAME killed (SIGKILL) while its
-# actuator waits on the gate; its pid, and the agent's (orphan)
+# killed_in_agent NAME [SETUP]: a run in $TEST_TMP/NAME (SETUP, if given,
+# changes it first) killed (SIGKILL) while its actuator waits on the gate;
+# its pid, and the agent's (orphan)
 killed_in_agent() {
 	gated_repo "$1"
+	[ -z "${2:-}" ] || "$2"
 	touch "$GATE"
 	rm -f "$STARTED"
 	"$AILOOP" run "fix all" >/dev/null 2>&1 &
@@ -141,8 +143,8 @@ resume_stops_orphan "SIGKILL before the agent's pid was recorded"
 
 # --- SIGKILL while the agent forks all the time: resume stops its whole group,
 # the processes it forks while it is being stopped included
-for trial in $(seq ${FORK_TRIALS:-5}); do
-	gated_repo "forker-$trial"
+# forker_agent: the actuator forks while the gate is there (gated.md, replaced)
+forker_agent() {
 	cat >.ai-loop/agents/gated.md <<'MD'
 ---
 name: forker
@@ -154,15 +156,9 @@ command: >-
 Forks while the gate is there, then fixes one item.
 MD
 	commit_all "$R" "forks"
-	touch "$GATE"
-	rm -f "$STARTED"
-	"$AILOOP" run "fix all" >/dev/null 2>&1 &
-	pid=$!
-	wait_for "$STARTED" && pass || fail "forker $trial: the actuator of the run to kill started"
-	orphan=$(head -1 "$STARTED")
-	sleep 0.3
-	kill -KILL "$pid"
-	wait "$pid" 2>/dev/null
+}
+for trial in $(seq ${FORK_TRIALS:-5}); do
+	killed_in_agent "forker-$trial" forker_agent
 	resume_stops_orphan "SIGKILL of an agent that forks, trial $trial"
 done
 
