@@ -109,6 +109,23 @@ static bool not_run_files(const char *rel)
 					      strchr(rel + sizeof(AL_RUNS_DIR), '/') == base));
 }
 
+/*
+ * Whether `path` is another run's than the one committing (in its
+ * directory `own_dir`), or that run's directory itself. A run paused while
+ * this one works has its state in the work tree, newer than its last
+ * commit, and resumes from there: this run's commits leave its files as
+ * HEAD has them, as the full scan and the watch alike.
+ */
+static bool another_runs(const char *path, const char *own_dir)
+{
+	const char *run = path + sizeof(AL_RUNS_DIR), *end;
+
+	if (!own_dir || !al_starts_with(path, AL_RUNS_DIR "/") || al_git_below(path, own_dir))
+		return false;
+	end = strchr(run, '/');
+	return end ? end > run : al_starts_with(run, "run_");
+}
+
 /* Stages the files ailoop wrote under `dir` (recursively), lock files and logs aside. */
 static int stage_own_files(struct al_git *g, git_index *index, const char *dir)
 {
@@ -273,7 +290,7 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 		if (!d)
 			continue;
 		path = d->new_file.path ? d->new_file.path : d->old_file.path;
-		if (al_git_unrecorded(path))
+		if (al_git_unrecorded(path) || another_runs(path, own_dir))
 			continue;
 		++*staged;
 		if (e->status & GIT_STATUS_WT_DELETED)
@@ -395,8 +412,8 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 	bool gone;
 
 	base = base ? base + 1 : path;
-	if (al_git_unrecorded(path) || gitlink) {
-		/* not recorded; a gitlink: stage_gitlinks() reads its HEAD */
+	if (al_git_unrecorded(path) || gitlink || another_runs(path, own_dir)) {
+		/* not recorded (or not this run's); a gitlink: stage_gitlinks() reads its HEAD */
 	} else if (!strcmp(base, ".gitignore") && !ignores_only_more(g->repo, index, path)) {
 		rc = -1; /* what is ignored changed: only a full scan knows what that adds */
 	} else if ((gone = lstat(path, &st) < 0) && errno != ENOENT && errno != ENOTDIR) {

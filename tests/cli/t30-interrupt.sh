@@ -208,4 +208,33 @@ run "$AILOOP" run --new --quiet "another"
 expect_rc 0 "--new starts a new run"
 expect_eq "$(ls .ai-loop/runs | grep -c run_)" 2 "two runs"
 
+# --- a new run while another is paused leaves the paused run's state alone ------------
+# Paused in its actuator, the run's state is in the work tree, newer than its
+# last commit. The new run (on a branch from it) does not commit that state:
+# the paused run resumes at its actuator, not again from its last commit.
+gated_repo beside
+touch "$GATE"
+rm -f "$STARTED"
+"$AILOOP" run "fix all" >/dev/null 2>&1 &
+pid=$!
+wait_for "$STARTED"
+kill -TERM "$pid"
+wait "$pid" && rc=0 || rc=$?
+expect_eq "$rc" 3 "beside: the first run is paused"
+paused=$(ls .ai-loop/runs | grep run_)
+paused_state=$(git status --porcelain -- ".ai-loop/runs/$paused")
+[ -n "$paused_state" ] && pass || fail "beside: the paused run's state is newer than its commit"
+rm -f "$GATE"
+run "$AILOOP" run --new --quiet "another"
+expect_rc 0 "beside: the new run completes"
+expect_eq "$(git diff --name-only ai-loop/fix-all HEAD -- ".ai-loop/runs/$paused")" "" \
+	"beside: the new run's commits leave the paused run's files as its branch has them"
+expect_eq "$(git status --porcelain -- ".ai-loop/runs/$paused")" "$paused_state" \
+	"beside: the paused run's state is still in the work tree"
+run "$AILOOP" resume "$paused"
+expect_rc 0 "beside: the paused run resumes"
+expect_eq "$(grep -m1 -o 'fix [a-z]*' <<<"$err")" "fix actuator" "beside: the resume starts at the actuator"
+expect_eq "$(triples "$R")" "$ref_triples" "beside: the paused run's history"
+expect_eq "$(git status --porcelain)" "" "beside: a clean tree at the end"
+
 finish
