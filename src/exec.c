@@ -76,7 +76,8 @@ static int is_that_commit(const char *oid, const char *message, int64_t time, vo
 	(void)time;
 	if (!al_iteration_parse(&it, message))
 		return 0;
-	fc->found = al_iteration_is(&it, fc->f->node_path, fc->f->label, fc->f->status);
+	fc->found = al_iteration_is(&it, fc->f->run_id, fc->f->node_path, fc->f->label,
+				    fc->f->status);
 	al_iteration_release(&it);
 	return fc->found;
 }

@@ -215,10 +215,11 @@ bool al_iteration_starts_run(const struct al_iteration *it)
 	return it->level == 0 && !strcmp(it->label, "0"); /* its root's initial measurement */
 }
 
-bool al_iteration_is(const struct al_iteration *it, const char *node_path, const char *label,
-		     const char *status)
+bool al_iteration_is(const struct al_iteration *it, const char *run_id, const char *node_path,
+		     const char *label, const char *status)
 {
-	return !it->merge && !strcmp(it->node_path, node_path) && !strcmp(it->label, label) &&
+	return !it->merge && (!it->run_id || !run_id || !strcmp(it->run_id, run_id)) &&
+	       !strcmp(it->node_path, node_path) && !strcmp(it->label, label) &&
 	       !strcmp(it->status, status);
 }
 

@@ -71,13 +71,16 @@ void al_sensors_line_add(struct al_strbuf *line, const char *name, const char *s
 bool al_iteration_starts_run(const struct al_iteration *it);
 
 /*
- * Whether the commit is the one node `node_path` makes at `label` with
- * `status`. Neither a merge (which carries its parallel node's path and
- * label) is, nor a parallel node's start commit ("running") its end,
- * which has the same label.
+ * Whether the commit is the one node `node_path` of run `run_id` makes at
+ * `label` with `status`. Neither a merge (which carries its parallel
+ * node's path and label) is, nor a parallel node's start commit
+ * ("running") its end, which has the same label, nor the commit of
+ * another run of the same flow below this one's (a run started with
+ * --new on a killed run's branch). A commit of older versions, which have
+ * no [run], is taken to be the run's.
  */
-bool al_iteration_is(const struct al_iteration *it, const char *node_path, const char *label,
-		     const char *status);
+bool al_iteration_is(const struct al_iteration *it, const char *run_id, const char *node_path,
+		     const char *label, const char *status);
 
 /* Reads a message. Returns false (and fills nothing) if it is not ailoop's. */
 bool al_iteration_parse(struct al_iteration *it, const char *message);

@@ -34,7 +34,8 @@ static bool last_commit_missing(struct al_git *git, const struct al_run *run)
 	if (al_node_state_read(&st, path) == 0) {
 		if (st.phase == AL_PHASE_COMMIT && al_node_state_final(&st) &&
 		    al_git_message(git, rev, &msg) == 0 && al_iteration_parse(&tip, msg)) {
-			missing = !al_iteration_is(&tip, st.node_path, st.label, st.status);
+			missing = !al_iteration_is(&tip, run->st.run_id, st.node_path, st.label,
+						   st.status);
 			al_iteration_release(&tip);
 		}
 		al_node_state_release(&st);

@@ -2,7 +2,9 @@
 # Resume: one `ailoop resume` always finishes a killed run, also when it was
 # killed in the first entry of a child loop that is entered again later;
 # and resume's sweep for what a killed ailoop left running stops only the
-# processes ailoop started.
+# processes ailoop started. A run started with --new on the branch of a run
+# killed just after its first commit, itself killed before its own, makes
+# that commit on resume: the other run's is not taken for it.
 . "$(dirname "$0")/lib.sh"
 
 # --- killed in a child's first entry, at each kind of point: one resume ---------
@@ -76,5 +78,30 @@ kill "$unrelated"
 wait "$unrelated" 2>/dev/null
 expect_eq "$("$AILOOP" status --json | jq -r .status)" complete "the resumed run is complete"
 expect_eq "$(git status --porcelain)" "" "the record of agents is not committed"
+
+# --- the same commit of another run below: not this run's ------------------------
+R=$T/two-runs
+loop_repo "$R" a b
+one_loop "$R" fixer.md
+commit_all "$R"
+cd "$R"
+AILOOP_CRASH_LOG="$T/two-points" "$AILOOP" run --quiet first >/dev/null 2>&1
+git checkout -q main
+git branch -q -D ai-loop/first
+rm -rf .ai-loop/runs/run_*
+committed=$(grep -n ' committed$' "$T/two-points" | head -1 | cut -d: -f1)
+(AILOOP_CRASH_AT=$committed "$AILOOP" run --quiet first >/dev/null 2>&1)
+expect_eq "$(labels "$R")" "0" "two runs: the first is killed just after its first commit"
+cp -a "$R" "$T/two-copy"
+(cd "$T/two-copy" && AILOOP_CRASH_LOG="$T/second-points" "$AILOOP" run --new --quiet second >/dev/null 2>&1)
+staged=$(grep -n ' staged$' "$T/second-points" | head -1 | cut -d: -f1)
+(AILOOP_CRASH_AT=$staged "$AILOOP" run --new --quiet second >/dev/null 2>&1)
+expect_eq "$(git rev-parse --abbrev-ref HEAD)" ai-loop/second "two runs: the second works on a branch from it"
+expect_eq "$(labels "$R")" "0" "two runs: the second is killed before its first commit"
+run "$AILOOP" resume
+expect_rc 0 "two runs: the resume completes the second"
+second=$("$AILOOP" status --json | jq -r .run_id)
+expect_eq "$(git log --format=%B | awk -v r="$second" '/^\[iteration\] /{l=$2} /^\[run\] /{if ($2 == r) print l}' |
+	sort -n | tr '\n' ' ')" "0 1 2 3 " "two runs: the second's history has its own first commit"
 
 finish

@@ -71,10 +71,11 @@ Test(history, a_merge_reads_back_as_a_merge_not_an_iteration)
 	free(n);
 }
 
-Test(history, a_commit_is_its_node_label_and_status_not_a_start_or_merge_of_them)
+Test(history, a_commit_is_its_run_node_label_and_status_not_a_start_or_merge_of_them)
 {
 	struct al_commit_fields start = { .node_path = "par", .label = "0", .status = "running",
-					  .summary = "start: the children work in worktrees" };
+					  .summary = "start: the children work in worktrees",
+					  .run_id = "run_1" };
 	struct al_commit_fields merge = { .node_path = "par", .label = "0", .status = "running",
 					  .summary = "merge a", .merge = "a",
 					  .merge_branch = "ai-loop/x--a" };
@@ -82,13 +83,14 @@ Test(history, a_commit_is_its_node_label_and_status_not_a_start_or_merge_of_them
 	struct al_iteration it;
 
 	cr_assert(al_iteration_parse(&it, s));
-	cr_assert(al_iteration_is(&it, "par", "0", "running"));
-	cr_assert_not(al_iteration_is(&it, "par", "0", "failed"), "the start is not the end");
-	cr_assert_not(al_iteration_is(&it, "par", "1", "running"));
-	cr_assert_not(al_iteration_is(&it, "par/a", "0", "running"));
+	cr_assert(al_iteration_is(&it, "run_1", "par", "0", "running"));
+	cr_assert_not(al_iteration_is(&it, "run_1", "par", "0", "failed"), "the start is not the end");
+	cr_assert_not(al_iteration_is(&it, "run_1", "par", "1", "running"));
+	cr_assert_not(al_iteration_is(&it, "run_1", "par/a", "0", "running"));
+	cr_assert_not(al_iteration_is(&it, "run_2", "par", "0", "running"), "another run's");
 	al_iteration_release(&it);
 	cr_assert(al_iteration_parse(&it, m));
-	cr_assert_not(al_iteration_is(&it, "par", "0", "running"), "a merge is no iteration");
+	cr_assert_not(al_iteration_is(&it, "run_1", "par", "0", "running"), "a merge is no iteration");
 	al_iteration_release(&it);
 	free(s);
 	free(m);
