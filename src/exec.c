@@ -82,8 +82,7 @@ static int is_that_commit(const char *oid, const char *message, int64_t time, vo
 	return fc->found;
 }
 
-/* Whether the commit of `f` exists already: made by an ailoop that died before recording it. */
-static bool committed(struct al_exec *ex, const struct al_commit_fields *f)
+bool al_exec_committed(struct al_exec *ex, const struct al_commit_fields *f)
 {
 	struct find_commit fc = { f, false };
 	char *head_msg = NULL;
@@ -165,7 +164,7 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 		while (flock(ex->commit_lock, LOCK_EX) < 0 && errno == EINTR)
 			;
 	/* after a resume the commit may exist already: ailoop died after making it */
-	if (may_exist && committed(ex, f))
+	if (may_exist && al_exec_committed(ex, f))
 		goto done;
 	first = !al_exec_run_recorded(ex); /* the run's first commit adds its directory */
 	if (!first && !ex->start_searched) {

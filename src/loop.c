@@ -104,6 +104,24 @@ static int measure(struct al_node_run *lp)
 {
 	int rc;
 
+	if (al_node_committed(lp)) {
+		/*
+		 * Measured and committed before the stop: the readings are in
+		 * the sensors' output files as committed. Measuring again would
+		 * pay for every sensor again, and could read otherwise than the
+		 * commit says.
+		 */
+		if (lp->st.iteration == 0)
+			al_set_str(&lp->st.summary, lp->st.child_entry
+							    ? "initial entry (sensors skipped)"
+							    : "initial measurement");
+		al_progress_note(lp->ex->progress, "ailoop: [%s] %s sensors: measured before the "
+				 "stop, as committed", lp->st.label, lp->n->path);
+		lp->st.phase = AL_PHASE_COMMIT;
+		return lp->st.iteration == 0 && lp->st.child_entry
+			       ? 0
+			       : al_sensors_remember(lp->ex, lp->n, lp->dir);
+	}
 	if (lp->st.iteration == 0 && lp->st.child_entry) {
 		rc = al_sensors_stub(lp->n, lp->dir);
 		al_set_str(&lp->st.summary, "initial entry (sensors skipped)");
@@ -120,8 +138,9 @@ static int measure(struct al_node_run *lp)
 	al_run_event(lp->ex->run, "sensors", "{s:s, s:s}", "node", lp->n->path, "label",
 		     lp->st.label);
 	/*
-	 * Not saved: killed before the commit, the node measures again, and a
-	 * commit that was made is found at HEAD. One state write less per step.
+	 * Not saved: killed before the commit, the node measures again; killed
+	 * after it, the resumed node finds the commit (above). One state write
+	 * less per step.
 	 */
 	lp->st.phase = AL_PHASE_COMMIT;
 	return 0;

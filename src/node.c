@@ -265,12 +265,26 @@ static int before_last_commit(struct al_node_run *nr)
 	return al_run_save(ex->run);
 }
 
+static struct al_commit_fields commit_fields(const struct al_node_run *nr, const char *sensors)
+{
+	struct al_commit_fields f = { nr->n->path, nr->st.label, nr->st.status, nr->st.target_met,
+				      sensors, nr->st.summary ? nr->st.summary : "-",
+				      nr->ex->run->st.run_id, false, NULL, NULL };
+
+	return f;
+}
+
+bool al_node_committed(struct al_node_run *nr)
+{
+	struct al_commit_fields f = commit_fields(nr, NULL);
+
+	return nr->resumed && al_exec_committed(nr->ex, &f);
+}
+
 int al_node_commit(struct al_node_run *nr, const char *sensors)
 {
 	struct al_exec *ex = nr->ex;
-	struct al_commit_fields f = { nr->n->path, nr->st.label, nr->st.status, nr->st.target_met,
-				      sensors, nr->st.summary ? nr->st.summary : "-",
-				      ex->run->st.run_id, false, NULL, NULL };
+	struct al_commit_fields f = commit_fields(nr, sensors);
 	int rc;
 
 	/* an agent that moved HEAD stops the run before anything is written for the commit */

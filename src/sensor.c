@@ -326,6 +326,19 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 	return rc;
 }
 
+int al_sensors_remember(struct al_exec *ex, const struct al_node *node, const char *dir)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < node->nsensors && rc == 0; i++) {
+		char *path = al_sensor_output_path(dir, node->sensors[i].name);
+
+		rc = remember_sensor(ex, &node->sensors[i], path);
+		free(path);
+	}
+	return rc;
+}
+
 int al_sensors_stub(const struct al_node *node, const char *dir)
 {
 	int rc = 0;

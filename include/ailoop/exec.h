@@ -162,6 +162,12 @@ int al_node_finish(struct al_node_run *nr, const char *status, const char *messa
  */
 int al_node_commit(struct al_node_run *nr, const char *sensors);
 /*
+ * Whether the node, resumed, finds the commit of its current label made
+ * already: by the ailoop that stopped, which died before its next state
+ * write (or a restart brought the run's files back to that commit).
+ */
+bool al_node_committed(struct al_node_run *nr);
+/*
  * Pops the frame; for `rc` 0, fills `res` from the state and leaves the
  * execution stack (the root stays on it). Frees what begin allocated.
  * Returns `rc`, or an error of its own.
@@ -177,6 +183,8 @@ char *al_label_for(const char *parent, int k);
  * not if HEAD is already that node's commit of that label.
  */
 int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool may_exist);
+/* Whether the commit of `f` exists already: made by an ailoop that died before recording it. */
+bool al_exec_committed(struct al_exec *ex, const struct al_commit_fields *f);
 /* Whether the run's first commit, the one that adds its directory, is in HEAD's history. */
 bool al_exec_run_recorded(struct al_exec *ex);
 

@@ -28,6 +28,8 @@ struct al_readings {
  */
 int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const char *dir,
 		       const char *label, const char *task, int64_t deadline);
+/* Working memory's sensors.<name>.* as the output files say (a measurement not run again). */
+int al_sensors_remember(struct al_exec *ex, const struct al_node *node, const char *dir);
 /* Writes "pending" outputs: a child entered without a baseline measurement. */
 int al_sensors_stub(const struct al_node *node, const char *dir);
 /* The statuses the output files record now. */

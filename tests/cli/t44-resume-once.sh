@@ -4,7 +4,9 @@
 # and resume's sweep for what a killed ailoop left running stops only the
 # processes ailoop started. A run started with --new on the branch of a run
 # killed just after its first commit, itself killed before its own, makes
-# that commit on resume: the other run's is not taken for it.
+# that commit on resume: the other run's is not taken for it. Killed just
+# after a commit, before the next state write, the resume does not measure
+# again what the commit holds.
 . "$(dirname "$0")/lib.sh"
 
 # --- killed in a child's first entry, at each kind of point: one resume ---------
@@ -78,6 +80,34 @@ kill "$unrelated"
 wait "$unrelated" 2>/dev/null
 expect_eq "$("$AILOOP" status --json | jq -r .status)" complete "the resumed run is complete"
 expect_eq "$(git status --porcelain)" "" "the record of agents is not committed"
+
+# --- killed just after each commit: the resume does not measure again -------------
+# Every sensor run is counted: the killed run's and its resume's together are
+# the reference's.
+R=$T/measured
+loop_repo "$R" a b c
+one_loop "$R" fixer.md
+sed -i 's|^command: .*|command: echo x >>"$SENSOR_RUNS"; sh .ai-loop/agents/sensor.sh|' "$R/.ai-loop/agents/sensor.md"
+commit_all "$R"
+cp -a "$R" "$T/measured-ref"
+export SENSOR_RUNS=$T/sensor-runs
+(cd "$T/measured-ref" && AILOOP_CRASH_LOG="$T/measured-points" "$AILOOP" run --quiet x >/dev/null 2>&1)
+ref_runs=$(wc -l <"$SENSOR_RUNS")
+ref_measured=$(triples "$T/measured-ref")
+# (the last commit ends the run: nothing to resume)
+for n in $(grep -n ' committed$' "$T/measured-points" | cut -d: -f1 | sed '$d'); do
+	w=$T/measured-$n
+	cp -a "$R" "$w"
+	rm -f "$SENSOR_RUNS"
+	(cd "$w" && AILOOP_CRASH_AT=$n "$AILOOP" run --quiet x >/dev/null 2>&1)
+	(cd "$w" && "$AILOOP" resume >/dev/null 2>"$T/measured-err") && rc=0 || rc=$?
+	expect_eq "$rc" 0 "killed just after commit $n: one resume completes"
+	expect_eq "$(triples "$w")" "$ref_measured" "killed just after commit $n: the history"
+	expect_eq "$(wc -l <"$SENSOR_RUNS")" "$ref_runs" "killed just after commit $n: no measurement again"
+	expect_in "$(cat "$T/measured-err")" "sensors: measured before the stop, as committed" \
+		"killed just after commit $n: the resume says so"
+done
+unset SENSOR_RUNS
 
 # --- the same commit of another run below: not this run's ------------------------
 R=$T/two-runs
