@@ -181,15 +181,21 @@ expect_in "$err" "is on branch ai-loop/fix-all: checking it out" "resume says wh
 expect_eq "$(git rev-parse --abbrev-ref HEAD)" "ai-loop/fix-all" "the run's branch is checked out"
 expect_eq "$(triples "$R")" "$ref_triples" "the run finished from its last commit"
 
+# paused_in_actuator NAME: a run in $TEST_TMP/NAME stopped by SIGTERM while
+# its actuator waits on the gate; its exit status in $rc
+paused_in_actuator() {
+	gated_repo "$1"
+	touch "$GATE"
+	rm -f "$STARTED"
+	"$AILOOP" run "fix all" >/dev/null 2>&1 &
+	pid=$!
+	wait_for "$STARTED"
+	kill -TERM "$pid"
+	wait "$pid" && rc=0 || rc=$?
+}
+
 # --- `ailoop run` while a run can be resumed ------------------------------------------
-gated_repo pending
-touch "$GATE"
-rm -f "$STARTED"
-"$AILOOP" run "fix all" >/dev/null 2>&1 &
-pid=$!
-wait_for "$STARTED"
-kill -TERM "$pid"
-wait "$pid" && rc=0 || rc=$?
+paused_in_actuator pending
 expect_eq "$rc" 3 "SIGTERM exits 3 too"
 rm -f "$GATE"
 run "$AILOOP" run "something else"
@@ -212,14 +218,7 @@ expect_eq "$(ls .ai-loop/runs | grep -c run_)" 2 "two runs"
 # Paused in its actuator, the run's state is in the work tree, newer than its
 # last commit. The new run (on a branch from it) does not commit that state:
 # the paused run resumes at its actuator, not again from its last commit.
-gated_repo beside
-touch "$GATE"
-rm -f "$STARTED"
-"$AILOOP" run "fix all" >/dev/null 2>&1 &
-pid=$!
-wait_for "$STARTED"
-kill -TERM "$pid"
-wait "$pid" && rc=0 || rc=$?
+paused_in_actuator beside
 expect_eq "$rc" 3 "beside: the first run is paused"
 paused=$(ls .ai-loop/runs | grep run_)
 paused_state=$(git status --porcelain -- ".ai-loop/runs/$paused")
