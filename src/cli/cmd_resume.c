@@ -125,20 +125,49 @@ static int cleanup_after_crash(struct al_git *git, const struct al_run *run)
 	free(entry);
 	free(logs);
 	if (agents)
-		fprintf(stderr, "ailoop: stopped %d process%s the interrupted run left running\n",
-			agents, agents == 1 ? "" : "es");
+		fprintf(stderr, "ailoop: stopped %d process%s the interrupted run left running "
+			"(%s)\n", agents, agents == 1 ? "" : "es", run->st.run_id);
 	/* and its Slurm job steps (executor slurm), which run on other hosts */
 	logs = al_xprintf("%s/" AL_RUN_SLURM_DIR, run->dir);
 	agents = al_slurm_cancel_left(logs);
 	free(logs);
 	if (agents)
-		fprintf(stderr, "ailoop: cancelled %d slurm job%s the interrupted run left running\n",
-			agents, agents == 1 ? "" : "s");
+		fprintf(stderr, "ailoop: cancelled %d slurm job%s the interrupted run left running "
+			"(%s)\n", agents, agents == 1 ? "" : "s", run->st.run_id);
 	locks = al_git_clear_stale_locks(git, run->st.branch);
 	if (locks)
 		fprintf(stderr, "ailoop: removed %d stale git lock file%s\n", locks,
 			locks == 1 ? "" : "s");
 	return 0;
+}
+
+/*
+ * The same for every other run a killed ailoop left (its status says it
+ * was not done, and no live ailoop holds it), before a run starts or
+ * resumes here: their agents would go on changing the work tree under it,
+ * and their work would land in its commits. `except`: the run being
+ * resumed, cleaned up on its own.
+ */
+static void cleanup_others(struct al_git *git, const char *except)
+{
+	char **ids;
+	size_t n;
+
+	if (al_runs_list(&ids, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct al_run *run;
+		char *holder;
+
+		if ((except && !strcmp(ids[i], except)) || al_run_open(&run, ids[i]) < 0)
+			continue;
+		holder = al_run_lock_holder(run->dir);
+		if (!holder && al_status_resumable(run->st.status))
+			cleanup_after_crash(git, run);
+		free(holder);
+		al_run_free(run);
+	}
+	al_runs_list_free(ids, n);
 }
 
 /*
@@ -259,6 +288,7 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 		code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
 		goto done;
 	}
+	cleanup_others(git, run->st.run_id);
 	/* a run that an agent's error ended is tried again when it is named */
 	retry = !resumable(git, run) && named && al_exec_retry(run, true) == 0;
 	if (!resumable(git, run) && !retry) {
@@ -336,44 +366,49 @@ done:
 	return code;
 }
 
+static int refuse_new(const char *id)
+{
+	return al_cli_fail(AL_EXIT_USAGE, "run %s can be resumed: continue it with 'ailoop "
+			   "resume', or start another with 'ailoop run --new'", id);
+}
+
 bool al_cli_check_resumable(bool new_run, bool json, int lock_fd, int *code)
 {
 	struct al_git *git = NULL;
 	char *id, *locked, answer[16] = "";
+	bool handled = true;
 
 	*code = 0;
 	if (al_git_open(&git) < 0)
 		return false;
 	id = find_resumable(git, &locked, NULL);
-	al_git_free(git);
 	if (locked) { /* one work tree, one live run: two would commit each other's work */
 		*code = al_cli_fail(AL_EXIT_TEMPFAIL, "%s: wait for it to end, or stop it", locked);
 		free(locked);
-		return true;
-	}
-	if (!id || new_run) {
-		free(id);
-		return false;
-	}
-	if (isatty(0) && isatty(2)) {
+	} else if (id && !new_run && isatty(0) && isatty(2)) {
 		fprintf(stderr, "ailoop: run %s was interrupted. Resume it (r) or start a new run "
 			"(n)? [r/n] ", id);
 		if (!fgets(answer, sizeof(answer), stdin))
 			answer[0] = '\0';
-		if (answer[0] == 'n' || answer[0] == 'N') {
-			free(id);
-			return false;
-		}
-		if (answer[0] == 'r' || answer[0] == 'R' || answer[0] == '\n') {
+		if (answer[0] == 'n' || answer[0] == 'N')
+			new_run = true;
+		else if (answer[0] == 'r' || answer[0] == 'R' || answer[0] == '\n') {
+			al_git_free(git); /* resume opens the repository its way */
+			git = NULL;
 			*code = resume(id, false, json, lock_fd);
-			free(id);
-			return true;
 		}
+		else
+			*code = refuse_new(id);
+	} else if (id && !new_run) {
+		*code = refuse_new(id);
 	}
-	*code = al_cli_fail(AL_EXIT_USAGE, "run %s can be resumed: continue it with 'ailoop "
-			    "resume', or start another with 'ailoop run --new'", id);
+	if (!locked && (!id || new_run)) {
+		cleanup_others(git, NULL); /* a new run starts */
+		handled = false;
+	}
+	al_git_free(git);
 	free(id);
-	return true;
+	return handled;
 }
 
 int cmd_resume(int argc, char **argv)

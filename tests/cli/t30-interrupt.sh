@@ -134,6 +134,50 @@ run "$AILOOP" status --json
 expect_eq "$(printf '%s\n' "$out" | jq -r .locked_by)" "null" "a dead holder's lock is no lock"
 resume_stops_orphan "SIGKILL"
 
+# --- a new run (or the resume of another) first stops the agents a killed run left -----
+# Left at work, they would change the work tree under it, their work in its
+# commits. The new run's agents get another gate: the orphan waits on its own.
+killed_in_agent beside-new
+GATE=$TEST_TMP/gate-new run "$AILOOP" run --new "another"
+expect_rc 0 "a new run beside a killed one completes"
+group_gone "$orphan" && pass || fail "the new run stopped the agent the killed run left"
+expect_in "$(head -1 <<<"$err")" "the interrupted run left running (run_" \
+	"it says so, naming the run, before anything else"
+# kill_in_actuator ARGS...: `ailoop run ARGS` here, killed (SIGKILL) once its
+# actuator waits on the gate; the agent it leaves in $orphan
+kill_in_actuator() {
+	local started
+	started=$(cat "$STARTED" 2>/dev/null | wc -l)
+	"$AILOOP" run "$@" >/dev/null 2>&1 &
+	pid=$!
+	i=0
+	while [ "$(cat "$STARTED" 2>/dev/null | wc -l)" -le "$started" ] && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	orphan=$(sed -n "$((started + 1))p" "$STARTED")
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null
+}
+
+# two runs on one branch, both killed: the second one's start stops the first
+# one's agent, the first one's resume the second one's
+gated_repo beside-resume
+touch "$GATE"
+rm -f "$STARTED"
+kill_in_actuator --no-branch "fix all"
+first_id=$(ls .ai-loop/runs | grep run_)
+first_orphan=$orphan
+kill_in_actuator --new --no-branch "another"
+group_gone "$first_orphan" && pass || fail "the second run's start stopped the first one's agent"
+kill -0 "$orphan" 2>/dev/null && pass || fail "the second run's agent outlived it"
+GATE=$TEST_TMP/gate-new run "$AILOOP" resume "$first_id"
+expect_rc 0 "the first run's resume completes"
+group_gone "$orphan" && pass || fail "the first run's resume stopped the second one's agent"
+second_id=$(ls .ai-loop/runs | grep run_ | grep -v "$first_id")
+expect_in "$err" "the interrupted run left running ($second_id)" "the resume says so, naming that run"
+rm -f "$GATE"
+
 # --- SIGKILL between an agent's start and its record: resume still stops it ------------
 killed_in_agent unrecorded
 rec=$(echo .ai-loop/runs/run_*/logs/agents)
