@@ -246,7 +246,12 @@ run "$AILOOP" run "something else"
 expect_rc 64 "run refuses while a run can be resumed"
 expect_in "$err" "'ailoop resume'" "refusal names resume"
 expect_in "$err" "--new" "refusal names --new"
-# on a terminal it asks; "r" resumes
+# on a terminal it asks: an answer neither r nor n refuses, as without one
+run script -qec "$AILOOP run 'something else'" /dev/null <<<"x"
+expect_rc 64 "another answer: refused"
+expect_in "$out" "can be resumed: continue it with 'ailoop resume'" "another answer: the refusal"
+expect_eq "$(ls .ai-loop/runs | grep -c run_)" 1 "another answer: no run started"
+# "r" resumes
 run script -qec "$AILOOP run 'something else'" /dev/null <<<"r"
 expect_rc 0 "answering r on a terminal resumes"
 expect_in "$out" "Resume it (r) or start a new run (n)?" "the question"
@@ -257,6 +262,13 @@ commit_all "$R" "more to do"
 run "$AILOOP" run --new --quiet "another"
 expect_rc 0 "--new starts a new run"
 expect_eq "$(ls .ai-loop/runs | grep -c run_)" 2 "two runs"
+# on a terminal, "n" starts a new run too
+paused_in_actuator answer-new
+rm -f "$GATE"
+run script -qec "$AILOOP run --quiet 'something else'" /dev/null <<<"n"
+expect_rc 0 "answering n on a terminal starts a new run"
+expect_eq "$(ls .ai-loop/runs | grep -c run_)" 2 "answering n: two runs"
+expect_eq "$(git rev-parse --abbrev-ref HEAD)" ai-loop/something-else "answering n: the new run's branch"
 
 # --- a new run while another is paused leaves the paused run's state alone ------------
 # Paused in its actuator, the run's state is in the work tree, newer than its
