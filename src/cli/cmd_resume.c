@@ -197,6 +197,13 @@ static int enter_branch(struct al_git *git, const struct al_run *run)
 		}
 	} else if (current && run->st.base_branch && !strcmp(current, run->st.base_branch))
 		rc = al_git_branch_create(git, run->st.branch);
+	else if (current) /* the run is here, on another branch: maybe its own, renamed */
+		rc = al_err(AL_ENOTFOUND, "the run's branch '%s' does not exist, and HEAD is on "
+			    "branch '%s', not on the run's base branch '%s': if '%s' is the run's "
+			    "branch renamed, name it back with 'git branch -m %s %s'; then resume "
+			    "the run", run->st.branch, current,
+			    run->st.base_branch ? run->st.base_branch : "-", current, current,
+			    run->st.branch);
 	else
 		rc = al_err(AL_ENOTFOUND, "the run's branch '%s' does not exist (and HEAD is not "
 			    "on its base branch '%s')", run->st.branch,

@@ -2,7 +2,8 @@
 # Finding runs where they are: a --no-branch run on a detached HEAD killed
 # with SIGKILL resumes; `ailoop log RUN-ID` and `ailoop status` on the base
 # branch find a run on its ai-loop/* branch; `ailoop log` in a shallow clone
-# shows what the clone holds and says what is missing.
+# shows what the clone holds and says what is missing. A run whose branch
+# was renamed is refused with the way to name it back.
 . "$(dirname "$0")/lib.sh"
 
 export GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
@@ -119,5 +120,34 @@ run "$AILOOP" log --oneline
 expect_rc 0 "log in a clone deep enough"
 expect_eq "$(printf '%s\n' "$out" | awk '{print $2}' | tr '\n' ' ')" "0 1 2 3 " "the whole run"
 expect_not_in "$err" "shallow" "no note when the run is whole"
+
+# --- the run's branch renamed while it was paused ------------------------------------
+R=$TEST_TMP/renamed
+loop_repo "$R" a b
+one_loop "$R" fixer.md
+commit_all "$R"
+cd "$R"
+cp -a "$R" "$TEST_TMP/renamed-ref"
+(cd "$TEST_TMP/renamed-ref" &&
+	AILOOP_CRASH_LOG="$TEST_TMP/renamed-points" "$AILOOP" run --quiet "fix all" >/dev/null 2>&1)
+# killed just after its second commit (a kill leaves it as a pause does)
+at=$(grep -n ' committed$' "$TEST_TMP/renamed-points" | sed -n 2p | cut -d: -f1)
+(AILOOP_CRASH_AT=$at "$AILOOP" run --quiet "fix all" >/dev/null 2>&1)
+git branch -m ai-loop/fix-all mine
+run "$AILOOP" resume
+expect_rc 66 "a renamed branch: refused"
+expect_in "$err" "the run's branch 'ai-loop/fix-all' does not exist, and HEAD is on branch 'mine'" \
+	"a renamed branch: what is wrong"
+expect_in "$err" "name it back with 'git branch -m mine ai-loop/fix-all'" "a renamed branch: the way out"
+git checkout -q --detach
+run "$AILOOP" resume
+expect_rc 66 "a renamed branch, on a detached HEAD: refused"
+expect_in "$err" "the run's branch 'ai-loop/fix-all' does not exist (and HEAD is not on its base branch 'main')" \
+	"a renamed branch, on a detached HEAD: what is wrong"
+git checkout -q mine
+git branch -m mine ai-loop/fix-all
+run "$AILOOP" resume
+expect_rc 0 "named back: the resume completes"
+expect_eq "$(triples "$R")" "$(triples "$TEST_TMP/renamed-ref")" "named back: the run's history"
 
 finish
