@@ -103,7 +103,7 @@ expect_eq "$(git -C "$TEST_TMP/watched" log --format=%s -- ignored-dir | sed 's/
 	"an ignored directory: left out until .git/info/exclude no longer ignores it"
 
 # a tree not quite clean at the start (another run's file, which the check
-# lets pass): the first commit scans, and records the file
+# lets pass): the first commit scans, and leaves the file to its run
 STEPS=1
 watch_project stale
 mkdir -p .ai-loop/runs/run_old && echo left >.ai-loop/runs/run_old/note.md
@@ -111,8 +111,10 @@ run "$AILOOP" run "mutate the tree"
 expect_rc 0 "a run from a tree with another run's file: completes"
 expect_eq "$(grep -o 'staging: .*' <<<"$err" | head -1)" "staging: full scan" \
 	"a run from a tree with another run's file: the first commit scans"
-expect_eq "$(git ls-tree -r --name-only HEAD -- .ai-loop/runs/run_old)" ".ai-loop/runs/run_old/note.md" \
-	"a run from a tree with another run's file: the file is recorded"
+expect_eq "$(git ls-tree -r --name-only HEAD -- .ai-loop/runs/run_old)" "" \
+	"a run from a tree with another run's file: the file is not this run's to record"
+expect_eq "$(git status --porcelain -- .ai-loop/runs/run_old)" "?? .ai-loop/runs/run_old/" \
+	"a run from a tree with another run's file: it stays in the work tree"
 
 # core.excludesFile names the global ignore file: a rule dropped there scans too
 STEPS=1
