@@ -6,12 +6,12 @@ set -euo pipefail
 # jq reads JSON, procps gives ps, bsdutils script (a terminal), bc sums,
 # strace shows a run's durable points, slurm-wlm and munge a single-node
 # Slurm cluster for the `executor: slurm` tests, bindfs a FUSE mount (a
-# work tree other hosts could write to),
+# work tree other hosts could write to), git-lfs a real filter driver,
 # clang and its runtime (libFuzzer) build the optimised and fuzz build,
 # groff and man check the man page
 packages=(build-essential cmake pkg-config git libyaml-dev libgit2-dev
 	libpcre2-dev libcriterion-dev libjansson-dev graphviz jq procps bsdutils bc strace slurm-wlm munge bindfs
-	clang libclang-rt-dev groff-base man-db)
+	git-lfs clang libclang-rt-dev groff-base man-db)
 # npm installs the real claude CLI for its end-to-end test (a Node.js from
 # elsewhere, e.g. NodeSource, brings its own npm: keep it)
 command -v npm >/dev/null || packages+=(nodejs npm)

@@ -59,6 +59,7 @@ int al_git_open(struct al_git **out)
 		 */
 		git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, (int)GIT_OBJECT_TREE,
 				 (size_t)1 << 20);
+		al_git_filters_register();
 		initialised = true;
 	}
 	g = al_calloc(1, sizeof(*g));

@@ -33,6 +33,7 @@ static int fail(const char *what)
 static int open_repo(git_repository **repo)
 {
 	git_libgit2_init(); /* counted: balanced by git_libgit2_shutdown() */
+	al_git_filters_register(); /* a shutdown to no user drops it */
 	if (git_repository_open_ext(repo, ".", 0, NULL) < 0) {
 		git_libgit2_shutdown();
 		return fail("cannot open the repository");

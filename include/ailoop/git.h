@@ -19,6 +19,13 @@ struct git_signature;
 struct git_tree;
 struct git_commit;
 
+/*
+ * Makes libgit2 run the repository's filter drivers (filter.<driver>.clean
+ * and .smudge, Git LFS's among them) as git does (git_filter.c). Called
+ * once libgit2 is initialised; again does nothing.
+ */
+void al_git_filters_register(void);
+
 /* Opens the repository whose work tree is the current directory. */
 int al_git_open(struct al_git **out);
 void al_git_free(struct al_git *g);

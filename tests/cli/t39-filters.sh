@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The repository's filter drivers run as git runs them: a file whose
+# `filter` attribute names a driver is committed as its clean command
+# makes it (what `git add` commits: `git status` stays clean) and checked
+# out as its smudge command makes it; %f is the file's path, quoted. A
+# driver without commands, or whose command fails, passes the content
+# through, unless it is required: then the commit fails, the run pauses,
+# and a resume once the driver works completes it. Git LFS, the driver
+# most repositories have, stores what an agent made aside and commits its
+# pointer.
+. "$(dirname "$0")/lib.sh"
+
+# filtered NAME ACTUATOR-SCRIPT: a repository whose *.txt files have the
+# driver `up` (configured by the caller), a one-shot loop whose actuator runs
+# the script and whose sensor passes once `done` exists
+filtered() {
+	R=$TEST_TMP/$1
+	new_repo "$R"
+	mkdir -p "$R/.ai-loop/agents"
+	printf -- '---\nname: done\ncommand: test -f done\n---\n' >"$R/.ai-loop/agents/sensor.md"
+	printf -- '---\nname: act\ncommand: [sh, .ai-loop/agents/act.sh]\n---\n' >"$R/.ai-loop/agents/act.md"
+	printf '%s\n' "$2" >"$R/.ai-loop/agents/act.sh"
+	one_loop "$R" act.md "max_iterations: 2"
+	echo '*.txt filter=up' >"$R/.gitattributes"
+	printf 'first\n' >"$R/notes.txt"
+	cd "$R"
+}
+
+# --- clean on commit, smudge on checkout ---------------------------------------------
+filtered upper 'echo hello >>notes.txt; touch done'
+git config filter.up.clean 'tr a-z A-Z'
+git config filter.up.smudge 'tr A-Z a-z'
+commit_all "$R"
+run "$AILOOP" run --quiet "say hello"
+expect_rc 0 "clean: the run completes"
+expect_eq "$(git show HEAD:notes.txt | tr '\n' ' ')" "FIRST HELLO " "clean: the commit holds what the clean command made"
+expect_eq "$(git status --porcelain)" "" "clean: git status sees the commit's content"
+expect_eq "$(cat notes.txt | tr '\n' ' ')" "first hello " "clean: the work tree as the agent left it"
+# the resume of a run found on its branch checks it out, smudged
+git checkout -q main
+git branch -q -m ai-loop/say-hello done-run
+filtered upper-resume 'echo hello >>notes.txt'
+git config filter.up.clean 'tr a-z A-Z'
+git config filter.up.smudge 'tr A-Z a-z'
+commit_all "$R"
+AILOOP_CRASH_LOG=$TEST_TMP/points "$AILOOP" run --quiet "say hello" >/dev/null 2>&1
+at=$(grep -n ' committed$' "$TEST_TMP/points" | sed -n 2p | cut -d: -f1)
+git checkout -q -f main
+git branch -q -D ai-loop/say-hello
+rm -rf .ai-loop/runs
+(AILOOP_CRASH_AT=$at "$AILOOP" run --quiet "say hello" >/dev/null 2>&1)
+git checkout -q -f main
+git clean -fdq
+run "$AILOOP" resume
+expect_rc 1 "smudge: the resumed run ends (max iterations)"
+expect_in "$err" "checking it out" "smudge: the resume checked the run's branch out"
+expect_eq "$(head -2 notes.txt | tr '\n' ' ')" "first hello " "smudge: the file as the smudge command makes it"
+expect_eq "$(git status --porcelain)" "" "smudge: git status clean"
+
+# --- %f: the path, quoted ------------------------------------------------------------
+filtered path "echo one >\"it's.txt\"; touch done"
+git config filter.up.clean 'tr a-z A-Z <%f'
+commit_all "$R"
+run "$AILOOP" run --quiet "quote"
+expect_rc 0 "%f: the run completes"
+expect_eq "$(git show "HEAD:it's.txt")" "ONE" "%f: the command read the file by its quoted path"
+
+# --- drivers that do nothing: the content as it is ------------------------------------
+filtered absent 'echo hello >>notes.txt; touch done'
+commit_all "$R"
+run "$AILOOP" run --quiet "no driver"
+expect_rc 0 "no driver: the run completes"
+expect_eq "$(git show HEAD:notes.txt | tr '\n' ' ')" "first hello " "no driver: the content as it is"
+filtered failing 'echo hello >>notes.txt; touch done'
+git config filter.up.clean 'exit 3'
+commit_all "$R"
+run "$AILOOP" run --quiet "failing driver"
+expect_rc 0 "a failing driver, not required: the run completes"
+expect_eq "$(git show HEAD:notes.txt | tr '\n' ' ')" "first hello " "a failing driver: the content as it is"
+
+# --- a required driver that fails: the run pauses; fixed, it resumes --------------------
+filtered required 'echo hello >>notes.txt; touch done'
+git config filter.up.clean 'tr a-z A-Z'
+git config filter.up.required true
+commit_all "$R"
+git config filter.up.clean 'exit 3'
+run "$AILOOP" run --quiet "required"
+expect_rc 70 "a required driver that fails: exit 70"
+expect_in "$err" "the clean filter 'up' of 'notes.txt' failed" "it names the driver and the file"
+expect_eq "$("$AILOOP" status --json | jq -r .status)" paused "the run is paused"
+git config --unset filter.up.clean
+run "$AILOOP" resume
+expect_rc 70 "a required driver without a clean command: exit 70"
+expect_in "$err" "the clean filter 'up' of 'notes.txt' has no command" "it says so"
+git config filter.up.clean 'tr a-z A-Z'
+run "$AILOOP" resume
+expect_rc 0 "the driver fixed: the resume completes"
+expect_eq "$(git show HEAD:notes.txt | tr '\n' ' ')" "FIRST HELLO " "required: the commit holds the clean content"
+expect_eq "$(git status --porcelain)" "" "required: git status clean"
+
+# --- Git LFS ---------------------------------------------------------------------------
+if ! git lfs version >/dev/null 2>&1; then
+	echo "skipped: git-lfs is not installed (scripts/bootstrap.sh installs it)"
+else
+	R=$TEST_TMP/lfs
+	new_repo "$R"
+	cd "$R"
+	git lfs install --local >/dev/null
+	git lfs track '*.bin' >/dev/null
+	mkdir -p .ai-loop/agents
+	printf -- '---\nname: done\ncommand: test -f done\n---\n' >.ai-loop/agents/sensor.md
+	printf -- '---\nname: act\ncommand: head -c 100000 /dev/urandom >data.bin; touch done\n---\n' \
+		>.ai-loop/agents/act.md
+	one_loop "$R" act.md "max_iterations: 2"
+	commit_all "$R"
+	run "$AILOOP" run --quiet "make data"
+	expect_rc 0 "lfs: the run completes"
+	expect_eq "$(git show HEAD:data.bin | head -1)" "version https://git-lfs.github.com/spec/v1" \
+		"lfs: the commit holds the pointer"
+	expect_in "$(git show HEAD:data.bin)" "oid sha256:$(sha256sum data.bin | cut -c1-64)" \
+		"lfs: the pointer names the agent's file"
+	expect_eq "$(git lfs ls-files --name-only)" "data.bin" "lfs: git lfs sees it"
+	expect_eq "$(git status --porcelain)" "" "lfs: git status clean"
+fi
+
+finish
