@@ -9,8 +9,8 @@
  * in the work tree, `%f` replaced by the file's path quoted; a driver
  * without the command passes the content through, and so does one whose
  * command fails, unless `filter.<driver>.required` is set, which makes
- * either an error. (`process`, git's long-running form, is not spoken: a
- * driver has both, as Git LFS's has.)
+ * either an error. (`process`, git's long-running form, is not spoken: Git
+ * LFS configures `clean` and `smudge` beside it.)
  */
 #include "git_repo.h"
 #include "ailoop/strbuf.h"
@@ -22,7 +22,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -59,7 +58,10 @@ static char *with_path(const char *text, const char *path)
 		}
 		al_strbuf_adds(&sb, "'");
 		for (const char *q = path; *q; q++)
-			al_strbuf_adds(&sb, *q == '\'' ? "'\\''" : (char[]){ *q, '\0' });
+			if (*q == '\'')
+				al_strbuf_adds(&sb, "'\\''");
+			else
+				al_strbuf_addch(&sb, *q);
 		al_strbuf_adds(&sb, "'");
 		p++;
 	}
@@ -96,7 +98,8 @@ static bool write_all(int fd, const char *buf, size_t len)
 /*
  * Runs the command on the content, its output into `out_fd`; its exit
  * status (-1: could not be run). In a process group of its own, so that a
- * Ctrl-C meant for the run does not fail the commit it is part of.
+ * Ctrl-C meant for the run does not fail the commit it is part of, with
+ * no signal blocked or ignored whatever ailoop's own state.
  */
 static int run_command(struct driver_stream *ds, int out_fd)
 {
@@ -104,6 +107,7 @@ static int run_command(struct driver_stream *ds, int out_fd)
 	char *argv[] = { "sh", "-c", line, NULL };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
+	sigset_t none, all;
 	int in_fd = scratch(ds->gitdir), status = -1;
 	pid_t pid;
 
@@ -120,7 +124,12 @@ static int run_command(struct driver_stream *ds, int out_fd)
 	posix_spawn_file_actions_addchdir_np(&fa, ds->workdir);
 	posix_spawnattr_init(&at);
 	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+					      POSIX_SPAWN_SETSIGDEF);
 	if (posix_spawn(&pid, "/bin/sh", &fa, &at, argv, environ) == 0) {
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
@@ -134,25 +143,35 @@ static int run_command(struct driver_stream *ds, int out_fd)
 }
 
 /*
- * The command's output to the next stream; *failed: 0, or how the command
- * failed (its exit status; -1, not run or not read).
+ * The command's output to the next stream, once it is all read (a command
+ * that fails half way gives the content as it was, nothing of its own);
+ * *failed: 0, or how the command failed (its exit status; -1, not run or
+ * not read).
  */
 static int filtered(struct driver_stream *ds, int *failed)
 {
-	char buf[65536];
+	struct al_strbuf out = AL_STRBUF_INIT;
 	int out_fd = scratch(ds->gitdir), rc = 0;
 	ssize_t n = 0;
 
 	*failed = out_fd < 0 ? -1 : run_command(ds, out_fd);
-	if (*failed == 0 && lseek(out_fd, 0, SEEK_SET) == 0) {
-		while (rc == 0 && ((n = read(out_fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)))
+	if (*failed == 0 && lseek(out_fd, 0, SEEK_SET) != 0)
+		*failed = -1;
+	if (*failed == 0) {
+		do {
+			al_strbuf_grow(&out, 65536);
+			n = read(out_fd, out.buf + out.len, 65536);
 			if (n > 0)
-				rc = ds->next->write(ds->next, buf, (size_t)n);
+				al_strbuf_setlen(&out, out.len + (size_t)n);
+		} while (n > 0 || (n < 0 && errno == EINTR));
 		if (n < 0)
 			*failed = -1;
+		else if (out.len)
+			rc = ds->next->write(ds->next, out.buf, out.len);
 	}
 	if (out_fd >= 0)
 		close(out_fd);
+	al_strbuf_release(&out);
 	return rc;
 }
 
