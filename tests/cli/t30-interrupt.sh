@@ -206,15 +206,21 @@ for trial in $(seq ${FORK_TRIALS:-5}); do
 	resume_stops_orphan "SIGKILL of an agent that forks, trial $trial"
 done
 
+# paused_in_actuator NAME [SIGNAL]: a run in $TEST_TMP/NAME stopped by SIGNAL
+# (TERM) while its actuator waits on the gate; its exit status in $rc
+paused_in_actuator() {
+	gated_repo "$1"
+	touch "$GATE"
+	rm -f "$STARTED"
+	"$AILOOP" run "fix all" >/dev/null 2>&1 &
+	pid=$!
+	wait_for "$STARTED"
+	kill -"${2:-TERM}" "$pid"
+	wait "$pid" && rc=0 || rc=$?
+}
+
 # --- resume from another branch: the run's branch is checked out ----------------------
-gated_repo elsewhere
-touch "$GATE"
-rm -f "$STARTED"
-"$AILOOP" run "fix all" >/dev/null 2>&1 &
-pid=$!
-wait_for "$STARTED"
-kill -INT "$pid"
-wait "$pid" 2>/dev/null
+paused_in_actuator elsewhere INT
 rm -f "$GATE"
 git stash -q -u          # the user puts the run's unfinished step aside
 git checkout -q main     # and goes back to their branch: the run is not here
@@ -224,19 +230,6 @@ expect_rc 0 "resume finds the run on its branch"
 expect_in "$err" "is on branch ai-loop/fix-all: checking it out" "resume says where the run is"
 expect_eq "$(git rev-parse --abbrev-ref HEAD)" "ai-loop/fix-all" "the run's branch is checked out"
 expect_eq "$(triples "$R")" "$ref_triples" "the run finished from its last commit"
-
-# paused_in_actuator NAME: a run in $TEST_TMP/NAME stopped by SIGTERM while
-# its actuator waits on the gate; its exit status in $rc
-paused_in_actuator() {
-	gated_repo "$1"
-	touch "$GATE"
-	rm -f "$STARTED"
-	"$AILOOP" run "fix all" >/dev/null 2>&1 &
-	pid=$!
-	wait_for "$STARTED"
-	kill -TERM "$pid"
-	wait "$pid" && rc=0 || rc=$?
-}
 
 # --- `ailoop run` while a run can be resumed ------------------------------------------
 paused_in_actuator pending
