@@ -21,8 +21,14 @@
 int al_git_fail(const char *what)
 {
 	const git_error *e = git_error_last();
+	const char *why = e && e->message ? e->message : "unknown error";
 
-	return al_err(AL_ERROR, "%s: %s", what, e && e->message ? e->message : "unknown error");
+	/* the one index git writes that libgit2 cannot read: say how to have another */
+	if (strstr(why, "extension: 'sdir'"))
+		return al_err(AL_ERROR, "%s: %s (git's sparse index; 'git sparse-checkout init "
+			      "--no-sparse-index' keeps the sparse checkout in an index ailoop "
+			      "reads)", what, why);
+	return al_err(AL_ERROR, "%s: %s", what, why);
 }
 
 /* Whether `dir` (with or without its final slash) is the current directory. */
@@ -320,6 +326,13 @@ bool al_git_unrecorded(const char *path)
 		!strcmp(base, "report.md") || strstr(path, "/logs/"));
 }
 
+bool al_git_sparse(git_index *index, const char *path)
+{
+	const git_index_entry *e = index ? git_index_get_bypath(index, path, 0) : NULL;
+
+	return e && (e->flags_extended & GIT_INDEX_ENTRY_SKIP_WORKTREE);
+}
+
 int al_git_dirty(struct al_git *g, char **path)
 {
 	git_status_options opts;
@@ -340,19 +353,22 @@ int al_git_dirty(struct al_git *g, char **path)
 		     GIT_STATUS_OPT_EXCLUDE_SUBMODULES | GIT_STATUS_OPT_UPDATE_INDEX;
 	if (git_status_list_new(&list, g->repo, &opts) < 0)
 		return al_git_fail("cannot read the status of the work tree");
+	if (git_repository_index(&index, g->repo) < 0)
+		index = NULL;
 	for (size_t i = 0; i < git_status_list_entrycount(list) && !dirty; i++) {
 		const git_status_entry *e = git_status_byindex(list, i);
 		const git_diff_delta *d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
 		const char *p = d ? d->new_file.path : NULL;
 
 		/* ailoop's own run files are not the user's work to protect */
-		if (e->status == GIT_STATUS_CURRENT || !p || al_starts_with(p, ".ai-loop/runs/"))
+		if (e->status == GIT_STATUS_CURRENT || !p || al_starts_with(p, ".ai-loop/runs/") ||
+		    (e->status == GIT_STATUS_WT_DELETED && al_git_sparse(index, p)))
 			continue;
 		*path = al_strdup(p);
 		dirty = 1;
 	}
 	/* nothing to commit, not even run files: the first commit can trust the watch */
-	if (git_status_list_entrycount(list) == 0 && git_repository_index(&index, g->repo) == 0)
+	if (git_status_list_entrycount(list) == 0 && index)
 		al_git_watch_from_clean(g, index);
 	git_index_free(index);
 	git_status_list_free(list);

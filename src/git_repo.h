@@ -104,6 +104,13 @@ bool al_git_below(const char *path, const char *dir);
 bool al_git_unrecorded(const char *path);
 
 /*
+ * Whether a sparse checkout leaves `path` out of the work tree (its index
+ * entry is skip-worktree, git.c). libgit2's status does not know the flag
+ * and lists such a file as deleted; git leaves it alone, and so does ailoop.
+ */
+bool al_git_sparse(git_index *index, const char *path);
+
+/*
  * Stages the work tree into `index` (own_dir: the run's directory, its
  * files staged directly; head_ours: HEAD is where this process's last
  * commit left it) and writes the index.

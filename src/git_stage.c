@@ -290,7 +290,8 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 		if (!d)
 			continue;
 		path = d->new_file.path ? d->new_file.path : d->old_file.path;
-		if (al_git_unrecorded(path) || another_runs(path, own_dir))
+		if (al_git_unrecorded(path) || another_runs(path, own_dir) ||
+		    al_git_sparse(index, path))
 			continue;
 		++*staged;
 		if (e->status & GIT_STATUS_WT_DELETED)
@@ -412,8 +413,12 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 	bool gone;
 
 	base = base ? base + 1 : path;
-	if (al_git_unrecorded(path) || gitlink || another_runs(path, own_dir)) {
-		/* not recorded (or not this run's); a gitlink: stage_gitlinks() reads its HEAD */
+	if (al_git_unrecorded(path) || gitlink || another_runs(path, own_dir) ||
+	    (e && (e->flags_extended & GIT_INDEX_ENTRY_SKIP_WORKTREE))) {
+		/*
+		 * not recorded (or not this run's, or left out by a sparse
+		 * checkout); a gitlink: stage_gitlinks() reads its HEAD
+		 */
 	} else if (!strcmp(base, ".gitignore") && !ignores_only_more(g->repo, index, path)) {
 		rc = -1; /* what is ignored changed: only a full scan knows what that adds */
 	} else if ((gone = lstat(path, &st) < 0) && errno != ENOENT && errno != ENOTDIR) {

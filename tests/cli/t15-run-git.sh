@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What `ailoop run` needs from git and does to it: a repository with a
 # commit, a clean tree (or --allow-dirty), its own branch (or --no-branch),
-# and the outcome as JSON.
+# and the outcome as JSON. In a sparse checkout the files it leaves out of
+# the work tree are neither changes nor deletions, as git has them.
 . "$(dirname "$0")/lib.sh"
 
 write_flow() {
@@ -131,5 +132,42 @@ expect_rc 0 "a run whose agent runs git gc --prune=now"
 expect_eq "$(git show HEAD:n)" 4 "the last commit holds the agent's count"
 expect_eq "$(git log --format=%s main.. | grep -c 'actuation')" 4 "four actuations committed"
 expect_eq "$(find .git/objects/pack -name '*.pack' | wc -l)" 1 "git gc packed it all"
+
+# --- a sparse checkout: what it leaves out stays in every commit --------------------
+# (the watch's staging, the full scan's: AILOOP_WATCH=0, and with
+# --allow-dirty, where the files left out were once committed as deleted)
+for how in watched scanned allow-dirty; do
+	R=$TEST_TMP/sparse-$how
+	loop_repo "$R" a b
+	write_flow "$R"
+	mkdir -p "$R/docs/big"
+	printf 'kept\n' >"$R/docs/big/manual.txt"
+	commit_all "$R"
+	cd "$R"
+	git sparse-checkout set --no-cone '/*' '!/docs/' 2>/dev/null
+	[ ! -e docs/big/manual.txt ] && pass || fail "$how: the sparse checkout leaves docs/ out"
+	env $([ $how = scanned ] && echo AILOOP_WATCH=0) "$AILOOP" run --quiet \
+		$([ $how = allow-dirty ] && echo --allow-dirty) "fix all" >/dev/null 2>"$TEST_TMP/err" &&
+		rc=0 || rc=$?
+	expect_eq "$rc" 0 "$how: a run in a sparse checkout completes (no change to allow)"
+	for c in $(git rev-list main..HEAD); do
+		[ "$(git show "$c:docs/big/manual.txt" 2>/dev/null)" = kept ] ||
+			fail "$how: commit $c left the file out"
+	done
+	pass
+	expect_eq "$(git ls-files -t docs)" "S docs/big/manual.txt" "$how: still left out of the work tree"
+	expect_eq "$(git status --porcelain)" "" "$how: git status clean"
+	expect_eq "$(git diff --stat main HEAD -- docs)" "" "$how: the branch changes nothing there"
+done
+# git's sparse index, which libgit2 cannot read: refused before anything, with the way out
+git checkout -q main
+git sparse-checkout set --cone --sparse-index .ai-loop 2>/dev/null
+run "$AILOOP" run --new "fix all"
+expect_rc 70 "a sparse index: refused"
+expect_in "$err" "git sparse-checkout init --no-sparse-index" "a sparse index: the way out"
+expect_eq "$(git branch --list 'ai-loop/*' | wc -l)" 1 "a sparse index: no run started"
+git sparse-checkout init --no-sparse-index 2>/dev/null
+run "$AILOOP" run --new --quiet "fix all"
+expect_rc 0 "the way out followed: the run completes"
 
 finish
