@@ -23,11 +23,15 @@ int al_git_fail(const char *what)
 	const git_error *e = git_error_last();
 	const char *why = e && e->message ? e->message : "unknown error";
 
-	/* the one index git writes that libgit2 cannot read: say how to have another */
+	/* the indexes git writes that libgit2 cannot read: say how to have another */
 	if (strstr(why, "extension: 'sdir'"))
 		return al_err(AL_ERROR, "%s: %s (git's sparse index; 'git sparse-checkout init "
 			      "--no-sparse-index' keeps the sparse checkout in an index ailoop "
 			      "reads)", what, why);
+	if (strstr(why, "extension: 'link'"))
+		return al_err(AL_ERROR, "%s: %s (git's split index; 'git config core.splitIndex "
+			      "false && git update-index --no-split-index' makes it whole)", what,
+			      why);
 	return al_err(AL_ERROR, "%s: %s", what, why);
 }
 

@@ -169,5 +169,17 @@ expect_eq "$(git branch --list 'ai-loop/*' | wc -l)" 1 "a sparse index: no run s
 git sparse-checkout init --no-sparse-index 2>/dev/null
 run "$AILOOP" run --new --quiet "fix all"
 expect_rc 0 "the way out followed: the run completes"
+# git's split index, the other one libgit2 cannot read
+git checkout -q main
+git sparse-checkout disable
+git config core.splitIndex true
+git update-index --split-index
+run "$AILOOP" run --new "fix all"
+expect_rc 70 "a split index: refused"
+expect_in "$err" "git config core.splitIndex false && git update-index --no-split-index" \
+	"a split index: the way out"
+git config core.splitIndex false && git update-index --no-split-index
+run "$AILOOP" run --new --quiet "fix all"
+expect_rc 0 "the way out followed: the run completes"
 
 finish
