@@ -32,6 +32,10 @@ int al_git_fail(const char *what)
 		return al_err(AL_ERROR, "%s: %s (git's split index; 'git config core.splitIndex "
 			      "false && git update-index --no-split-index' makes it whole)", what,
 			      why);
+	if (strstr(why, "extensions.objectformat"))
+		return al_err(AL_ERROR, "%s: %s (a repository of SHA-256 object names, which "
+			      "libgit2 %d.%d does not read)", what, why, LIBGIT2_VER_MAJOR,
+			      LIBGIT2_VER_MINOR);
 	return al_err(AL_ERROR, "%s: %s", what, why);
 }
 
@@ -74,8 +78,10 @@ int al_git_open(struct al_git **out)
 	}
 	g = al_calloc(1, sizeof(*g));
 	g->watch_off = getenv("AILOOP_WATCH") && !strcmp(getenv("AILOOP_WATCH"), "0");
-	if (git_repository_open_ext(&g->repo, ".", 0, NULL) < 0) {
+	if ((rc = git_repository_open_ext(&g->repo, ".", 0, NULL)) < 0) {
 		free(g);
+		if (rc != GIT_ENOTFOUND) /* a repository, but not one libgit2 can open */
+			return al_git_fail("cannot open the git repository");
 		return al_err(AL_ENOTFOUND, "not a git repository (run 'git init' and make a "
 			      "first commit)");
 	}

@@ -21,6 +21,18 @@ git init -q -b main
 run "$AILOOP" run "x"
 expect_rc 66 "repository without a commit"
 expect_in "$err" "no commit yet" "no-commit message"
+# a repository libgit2 cannot open: said as such, not "not a repository"
+mkdir -p "$TEST_TMP/sha256"
+cp -a "$TEST_TMP/plain/.ai-loop" "$TEST_TMP/sha256/"
+cd "$TEST_TMP/sha256"
+if git init -q -b main --object-format=sha256 2>/dev/null; then
+	git add -A && git commit -q -m "sha-256"
+	run "$AILOOP" run "x"
+	expect_rc 66 "a SHA-256 repository"
+	expect_in "$err" "cannot open the git repository: unsupported extension name extensions.objectformat (a repository of SHA-256 object names" \
+		"the SHA-256 repository's message"
+fi
+cd "$TEST_TMP/plain"
 
 # .ai-loop below the repository's root: said as such
 mkdir -p "$TEST_TMP/mono"
