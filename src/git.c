@@ -423,15 +423,34 @@ int al_git_branch_create(struct al_git *g, const char *name)
 	return rc;
 }
 
-int al_git_checkout(struct al_git *g, const char *name)
+/* A file in the way of a checkout: the first one's path is kept (payload). */
+static int in_the_way(git_checkout_notify_t why, const char *path, const git_diff_file *baseline,
+		      const git_diff_file *target, const git_diff_file *workdir, void *payload)
+{
+	char **first = payload;
+
+	(void)why;
+	(void)baseline;
+	(void)target;
+	(void)workdir;
+	if (!*first)
+		*first = al_strdup(path);
+	return 0;
+}
+
+int al_git_checkout(struct al_git *g, const char *name, char **conflict)
 {
 	git_checkout_options opts;
 	git_reference *branch = NULL;
 	git_object *target = NULL;
+	char *first = NULL;
 	int rc = 0;
 
 	git_checkout_options_init(&opts, GIT_CHECKOUT_OPTIONS_VERSION);
 	opts.checkout_strategy = GIT_CHECKOUT_SAFE;
+	opts.notify_flags = GIT_CHECKOUT_NOTIFY_CONFLICT;
+	opts.notify_cb = in_the_way;
+	opts.notify_payload = &first;
 	if (git_branch_lookup(&branch, g->repo, name, GIT_BRANCH_LOCAL) < 0)
 		return al_err(AL_ENOTFOUND, "branch '%s' does not exist", name);
 	if (git_reference_peel(&target, branch, GIT_OBJECT_COMMIT) < 0 ||
@@ -439,6 +458,10 @@ int al_git_checkout(struct al_git *g, const char *name)
 	    git_repository_set_head(g->repo, git_reference_name(branch)) < 0)
 		rc = al_git_fail("cannot check out the run's branch");
 	al_durable_written();
+	if (rc < 0 && conflict)
+		*conflict = first;
+	else
+		free(first);
 	git_object_free(target);
 	git_reference_free(branch);
 	return rc;

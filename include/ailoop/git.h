@@ -55,8 +55,11 @@ bool al_git_branch_exists(struct al_git *g, const char *name);
 char *al_git_branch_free_name(struct al_git *g, const char *name);
 /* Creates branch `name` at HEAD and checks it out, keeping the work tree. */
 int al_git_branch_create(struct al_git *g, const char *name);
-/* Checks out an existing branch; refuses to overwrite local changes. */
-int al_git_checkout(struct al_git *g, const char *branch);
+/*
+ * Checks out an existing branch; refuses to overwrite local changes, and
+ * then sets *conflict (if given; caller frees) to the first file in the way.
+ */
+int al_git_checkout(struct al_git *g, const char *branch, char **conflict);
 
 /*
  * Takes where HEAD is now, a branch or a detached commit, as where the run

@@ -171,6 +171,43 @@ static void cleanup_others(struct al_git *git, const char *except)
 }
 
 /*
+ * Checks out `branch`, for run `id`. What is in the way may be the state of
+ * another run, interrupted where HEAD is, newer than its last commit: the
+ * message says which run, for the way out is not to commit it. Else, with
+ * HEAD on branch `current`, it says how to keep what an agent committed
+ * there (it may have moved HEAD).
+ */
+static int checkout_for(struct al_git *git, const char *branch, const char *id,
+			const char *current)
+{
+	char *conflict = NULL, *other = NULL, *why;
+	const char *runs, *end;
+	int rc = al_git_checkout(git, branch, &conflict);
+
+	if (rc == 0)
+		return 0;
+	runs = conflict && al_starts_with(conflict, AL_RUNS_DIR "/") ? conflict + sizeof(AL_RUNS_DIR)
+								      : NULL;
+	if (runs && (end = strchr(runs, '/')) && strncmp(runs, id, (size_t)(end - runs)))
+		other = al_strndup(runs, (size_t)(end - runs));
+	why = al_strdup(al_errmsg());
+	if (other)
+		rc = al_err(rc, "cannot check out branch '%s' for run %s: the unfinished state of "
+			    "run %s is in the way ('%s'); resume that run first ('ailoop resume "
+			    "%s'), or put its state aside ('git stash -u') and resume this one",
+			    branch, id, other, conflict, other);
+	else if (current)
+		rc = al_err(rc, "%s; HEAD is on branch '%s': if an agent committed there on top "
+			    "of the run, keep its commits with 'git branch -f %s %s && git "
+			    "checkout %s', else commit or stash what is in the way; then resume "
+			    "the run", why, current, branch, current, branch);
+	free(why);
+	free(other);
+	free(conflict);
+	return rc;
+}
+
+/*
  * Checks out the run's branch. A run killed right after it started may
  * have recorded a branch it never made: then nothing was committed yet, and
  * the branch is made where the run started.
@@ -184,18 +221,9 @@ static int enter_branch(struct al_git *git, const struct al_run *run)
 		return 0;
 	if (al_git_head(git, &current, NULL) == 0 && current && !strcmp(current, run->st.branch))
 		goto done;
-	if (al_git_branch_exists(git, run->st.branch)) {
-		rc = al_git_checkout(git, run->st.branch);
-		if (rc < 0 && current) { /* say how HEAD can get back: an agent may have moved it */
-			char *why = al_strdup(al_errmsg());
-
-			rc = al_err(rc, "%s; HEAD is on branch '%s': if an agent committed there on top "
-				    "of the run, keep its commits with 'git branch -f %s %s && git "
-				    "checkout %s', else commit or stash what is in the way; then resume "
-				    "the run", why, current, run->st.branch, current, run->st.branch);
-			free(why);
-		}
-	} else if (current && run->st.base_branch && !strcmp(current, run->st.base_branch))
+	if (al_git_branch_exists(git, run->st.branch))
+		rc = checkout_for(git, run->st.branch, run->st.run_id, current);
+	else if (current && run->st.base_branch && !strcmp(current, run->st.base_branch))
 		rc = al_git_branch_create(git, run->st.branch);
 	else if (current) /* the run is here, on another branch: maybe its own, renamed */
 		rc = al_err(AL_ENOTFOUND, "the run's branch '%s' does not exist, and HEAD is on "
@@ -254,7 +282,7 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 	if (id && elsewhere) {
 		/* its directory is on its branch: check that out first */
 		fprintf(stderr, "ailoop: run %s is on branch %s: checking it out\n", id, elsewhere);
-		if ((rc = al_git_checkout(git, elsewhere)) < 0) {
+		if ((rc = checkout_for(git, elsewhere, id, NULL)) < 0) {
 			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
 			goto done;
 		}

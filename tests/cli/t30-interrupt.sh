@@ -178,6 +178,27 @@ second_id=$(ls .ai-loop/runs | grep run_ | grep -v "$first_id")
 expect_in "$err" "the interrupted run left running ($second_id)" "the resume says so, naming that run"
 rm -f "$GATE"
 
+# two runs on two branches, both killed: the first one's resume cannot check
+# its branch out over the second one's unfinished state, and says whose it is
+gated_repo two-branches
+touch "$GATE"
+rm -f "$STARTED"
+kill_in_actuator "fix all"
+first_id=$(ls .ai-loop/runs | grep run_)
+kill_in_actuator --new "another"
+second_id=$(ls .ai-loop/runs | grep run_ | grep -v "$first_id")
+GATE=$TEST_TMP/gate-new run "$AILOOP" resume "$first_id"
+expect_rc 70 "two branches: the first run's resume is refused"
+expect_in "$err" "the unfinished state of run $second_id is in the way" "two branches: whose state is in the way"
+expect_in "$err" "resume that run first ('ailoop resume $second_id')" "two branches: the way out"
+expect_not_in "$err" "git branch -f" "two branches: no advice to move a branch"
+GATE=$TEST_TMP/gate-new run "$AILOOP" resume "$second_id"
+expect_rc 0 "two branches: the second run resumes first"
+GATE=$TEST_TMP/gate-new run "$AILOOP" resume "$first_id"
+expect_rc 0 "two branches: then the first one"
+expect_eq "$(triples "$R")" "$ref_triples" "two branches: the first run's history"
+rm -f "$GATE"
+
 # --- SIGKILL between an agent's start and its record: resume still stops it ------------
 killed_in_agent unrecorded
 rec=$(echo .ai-loop/runs/run_*/logs/agents)
