@@ -95,6 +95,16 @@ const char *al_boot_id(void)
 	return known ? id : NULL;
 }
 
+const char *al_says_disk_full(const char *text, size_t len)
+{
+	static const char *const said[] = { "No space left on device", "Disk quota exceeded" };
+
+	for (size_t i = 0; i < sizeof(said) / sizeof(*said); i++)
+		if (len && memmem(text, len, said[i], strlen(said[i])))
+			return said[i];
+	return NULL;
+}
+
 int al_write_all(int fd, const char *p, size_t len)
 {
 	while (len) {

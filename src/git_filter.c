@@ -13,6 +13,7 @@
  * LFS configures `clean` and `smudge` beside it.)
  */
 #include "git_repo.h"
+#include "ailoop/fsutil.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
@@ -22,6 +23,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -37,13 +39,22 @@ struct driver {
 	bool required;
 };
 
+/*
+ * The content goes to a file as it comes, the command's output to another,
+ * and that file on to the next stream: a file of gigabytes (what Git LFS
+ * holds) never is in memory.
+ */
 struct driver_stream {
 	git_writestream base;
 	git_writestream *next;
 	struct driver d;
-	char *path, *workdir, *gitdir;
+	char *path, *workdir;
 	bool clean;
-	struct al_strbuf in; /* the content, whole: the command reads it from a file */
+	int in_fd;    /* -1: the scratch file could not be made */
+	int in_errno; /* why the content could not be kept there; 0: it is */
+	char *gitdir;
+	char said[4096]; /* the start of what the command wrote to stderr */
+	size_t said_len;
 };
 
 /* `text` with each %f replaced by `path` in single quotes, as git quotes it. */
@@ -80,47 +91,33 @@ static int scratch(const char *gitdir)
 	return fd;
 }
 
-static bool write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return true;
-}
-
 /*
  * Runs the command on the content, its output into `out_fd`; its exit
- * status (-1: could not be run). In a process group of its own, so that a
- * Ctrl-C meant for the run does not fail the commit it is part of, with
- * no signal blocked or ignored whatever ailoop's own state.
+ * status (-1: could not be run). What it says on stderr comes through a
+ * pipe (a file could not hold it on a full disk, when it matters most),
+ * read to its end, its start kept in ds->said. In a process group of its
+ * own, so that a Ctrl-C meant for the run does not fail the commit it is
+ * part of, with no signal blocked or ignored whatever ailoop's own state.
  */
 static int run_command(struct driver_stream *ds, int out_fd)
 {
 	char *line = with_path(ds->d.command, ds->path);
-	char *argv[] = { "sh", "-c", line, NULL };
+	char *argv[] = { "sh", "-c", line, NULL }, buf[4096];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none, all;
-	int in_fd = scratch(ds->gitdir), status = -1;
+	int status = -1, err[2];
+	ssize_t n;
 	pid_t pid;
 
-	if (in_fd < 0 || !write_all(in_fd, ds->in.buf ? ds->in.buf : "", ds->in.len) ||
-	    lseek(in_fd, 0, SEEK_SET) < 0) {
-		if (in_fd >= 0)
-			close(in_fd);
+	if (pipe2(err, O_CLOEXEC) < 0) {
 		free(line);
 		return -1;
 	}
 	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+	posix_spawn_file_actions_adddup2(&fa, ds->in_fd, 0);
 	posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
 	posix_spawn_file_actions_addchdir_np(&fa, ds->workdir);
 	posix_spawnattr_init(&at);
 	posix_spawnattr_setpgroup(&at, 0);
@@ -131,76 +128,134 @@ static int run_command(struct driver_stream *ds, int out_fd)
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
 					      POSIX_SPAWN_SETSIGDEF);
 	if (posix_spawn(&pid, "/bin/sh", &fa, &at, argv, environ) == 0) {
+		close(err[1]);
+		err[1] = -1;
+		while ((n = read(err[0], buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+			size_t room = sizeof(ds->said) - ds->said_len;
+
+			if (n > 0 && room) {
+				memcpy(ds->said + ds->said_len, buf, (size_t)n < room ? (size_t)n : room);
+				ds->said_len += (size_t)n < room ? (size_t)n : room;
+			}
+		}
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
 		status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	}
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
-	close(in_fd);
+	close(err[0]);
+	if (err[1] >= 0)
+		close(err[1]);
 	free(line);
 	return status;
 }
 
 /*
- * The command's output to the next stream, once it is all read (a command
- * that fails half way gives the content as it was, nothing of its own);
- * *failed: 0, or how the command failed (its exit status; -1, not run or
- * not read).
+ * The file from its start to the next stream: 0, the next stream's error,
+ * or 1 if the file could not be read.
  */
-static int filtered(struct driver_stream *ds, int *failed)
+static int pass_on(int fd, git_writestream *next)
 {
-	struct al_strbuf out = AL_STRBUF_INIT;
-	int out_fd = scratch(ds->gitdir), rc = 0;
-	ssize_t n = 0;
+	char buf[65536];
+	ssize_t n;
+	int rc = 0;
 
-	*failed = out_fd < 0 ? -1 : run_command(ds, out_fd);
-	if (*failed == 0 && lseek(out_fd, 0, SEEK_SET) != 0)
-		*failed = -1;
-	if (*failed == 0) {
-		do {
-			al_strbuf_grow(&out, 65536);
-			n = read(out_fd, out.buf + out.len, 65536);
-			if (n > 0)
-				al_strbuf_setlen(&out, out.len + (size_t)n);
-		} while (n > 0 || (n < 0 && errno == EINTR));
-		if (n < 0)
-			*failed = -1;
-		else if (out.len)
-			rc = ds->next->write(ds->next, out.buf, out.len);
-	}
+	if (lseek(fd, 0, SEEK_SET) != 0)
+		return 1;
+	while (rc == 0 && ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)))
+		if (n > 0)
+			rc = next->write(next, buf, (size_t)n);
+	return rc == 0 && n < 0 ? 1 : rc;
+}
+
+/* The driver's failure, as libgit2's error: the commit (or checkout) stops with it. */
+static int driver_error(const struct driver_stream *ds, const char *how)
+{
+	char *msg = al_xprintf("the %s filter '%s' of '%s' %s", ds->clean ? "clean" : "smudge",
+			       ds->d.name, ds->path, how);
+
+	git_error_set_str(GIT_ERROR_FILTER, msg);
+	free(msg);
+	return -1;
+}
+
+/*
+ * What a failed command said: a full disk's words make its failure the
+ * machine's (an error, as for ailoop's own writes: the run pauses, and
+ * resumes once there is room); anything else goes to stderr, as git shows
+ * it. Returns the full disk's words, or NULL.
+ */
+static const char *said(const struct driver_stream *ds, int status)
+{
+	const char *full = al_says_disk_full(ds->said, ds->said_len);
+
+	if (!full)
+		fprintf(stderr, "ailoop: the %s filter '%s' of '%s' failed (exit status %d)%s%.*s",
+			ds->clean ? "clean" : "smudge", ds->d.name, ds->path, status,
+			ds->said_len ? ":\n" : "\n", (int)ds->said_len, ds->said);
+	return full;
+}
+
+/*
+ * The command's output to the next stream (pass_on's result); *failed: 0,
+ * or how the command failed (its exit status; -1: not run). *full: the
+ * words a command that failed for want of room said.
+ */
+static int filtered(struct driver_stream *ds, int *failed, const char **full)
+{
+	int out_fd = scratch(ds->gitdir), rc = 0;
+
+	*full = NULL;
+	*failed = out_fd < 0 || ds->in_errno || lseek(ds->in_fd, 0, SEEK_SET) != 0
+			  ? -1
+			  : run_command(ds, out_fd);
+	if (*failed == 0)
+		rc = pass_on(out_fd, ds->next);
+	else if (*failed > 0)
+		*full = said(ds, *failed);
 	if (out_fd >= 0)
 		close(out_fd);
-	al_strbuf_release(&out);
 	return rc;
 }
 
 static int stream_write(git_writestream *s, const char *buf, size_t len)
 {
-	al_strbuf_add(&((struct driver_stream *)s)->in, buf, len);
+	struct driver_stream *ds = (struct driver_stream *)s;
+
+	if (!ds->in_errno && al_write_all(ds->in_fd, buf, len) < 0)
+		ds->in_errno = errno; /* the command is not run: the driver fails */
 	return 0;
 }
 
 static int stream_close(git_writestream *s)
 {
 	struct driver_stream *ds = (struct driver_stream *)s;
+	const char *full = NULL;
 	int rc = 0, failed = -1;
 
 	if (ds->d.command)
-		rc = filtered(ds, &failed);
-	if (rc == 0 && failed && ds->d.required) {
-		char *msg = al_xprintf("the %s filter '%s' of '%s' %s", ds->clean ? "clean" : "smudge",
-				       ds->d.name, ds->path,
-				       !ds->d.command ? "has no command"
-				       : failed < 0   ? "could not be run"
-						      : "failed");
+		rc = filtered(ds, &failed, &full);
+	if (rc == 0 && full) {
+		char *how = al_xprintf("failed: it says \"%s\"", full);
 
-		git_error_set_str(GIT_ERROR_FILTER, msg);
-		free(msg);
-		return -1;
+		rc = driver_error(ds, how);
+		free(how);
+		return rc;
 	}
-	if (rc == 0 && failed && ds->in.len) /* not required: the content as it was */
-		rc = ds->next->write(ds->next, ds->in.buf, ds->in.len);
+	if (rc == 0 && failed && ds->d.required)
+		return driver_error(ds, !ds->d.command ? "has no command"
+					: failed < 0   ? "could not be run"
+						       : "failed");
+	if (rc == 0 && failed) /* not required: the content as it was */
+		rc = ds->in_errno ? 1 : pass_on(ds->in_fd, ds->next);
+	if (rc == 1) {
+		char *how = al_xprintf("could not be run: its input and output files in the git "
+				       "directory: %s", strerror(ds->in_errno ? ds->in_errno : errno));
+
+		rc = driver_error(ds, how);
+		free(how);
+	}
 	if (rc == 0)
 		rc = ds->next->close(ds->next);
 	return rc;
@@ -210,7 +265,8 @@ static void stream_free(git_writestream *s)
 {
 	struct driver_stream *ds = (struct driver_stream *)s;
 
-	al_strbuf_release(&ds->in);
+	if (ds->in_fd >= 0)
+		close(ds->in_fd);
 	free(ds->d.name);
 	free(ds->d.command);
 	free(ds->path);
@@ -292,6 +348,8 @@ static int stream(git_writestream **out, git_filter *self, void **payload,
 	ds->path = al_strdup(git_filter_source_path(src));
 	ds->workdir = al_strdup(git_repository_workdir(repo));
 	ds->gitdir = al_strdup(git_repository_path(repo));
+	ds->in_fd = scratch(ds->gitdir);
+	ds->in_errno = ds->in_fd < 0 ? errno : 0;
 	ds->clean = git_filter_source_mode(src) == GIT_FILTER_TO_ODB;
 	*out = &ds->base;
 	return 0;

@@ -405,12 +405,7 @@ done:
  */
 static const char *disk_full(const struct al_proc_result *r)
 {
-	static const char *const said[] = { "No space left on device", "Disk quota exceeded" };
-
-	for (size_t i = 0; i < sizeof(said) / sizeof(*said); i++)
-		if (r->log.len && memmem(r->log.buf, r->log.len, said[i], strlen(said[i])))
-			return said[i];
-	return NULL;
+	return al_says_disk_full(r->log.buf, r->log.len);
 }
 
 /*

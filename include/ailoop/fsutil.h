@@ -119,4 +119,11 @@ bool al_fs_type_shared(unsigned long type);
 /* Writes all of `len` bytes, going on after EINTR and short writes; -1 (errno) on error. */
 int al_write_all(int fd, const char *p, size_t len);
 
+/*
+ * The words of the C library's messages for a full disk ("No space left
+ * on device", "Disk quota exceeded") if `text` holds them, as a failing
+ * program prints them; else NULL. Such a failure is the machine's.
+ */
+const char *al_says_disk_full(const char *text, size_t len);
+
 #endif

@@ -98,6 +98,47 @@ expect_rc 0 "the driver fixed: the resume completes"
 expect_eq "$(git show HEAD:notes.txt | tr '\n' ' ')" "FIRST HELLO " "required: the commit holds the clean content"
 expect_eq "$(git status --porcelain)" "" "required: git status clean"
 
+# --- no room on the disk: the run pauses; with room, it resumes ------------------------
+# The agent writes a 1 MB file for the driver and fills the disk up to
+# FREE_KIB KiB free: 64, no room for ailoop to keep the content aside for
+# the command; 1500, room for that, but not for the command's output, which
+# fails saying so. Either way the failure is the machine's, not the driver's.
+DISK=$TEST_TMP/disk
+mkdir -p "$DISK"
+if mount -t tmpfs -o size=6M tmpfs "$DISK" 2>/dev/null; then
+	trap 'if [ "$BASHPID" = "$test_shell" ]; then cd /; umount "$DISK"; rm -rf "$TEST_TMP"; fi' EXIT
+	export FREE_KIB
+	for FREE_KIB in 64 1500; do
+		rm -rf "$DISK"/*
+		# (the repository is $DISK/full: the filler beside it)
+		TEST_TMP=$DISK filtered full 'yes abcdefgh | head -c 1000000 >big.txt
+avail=$(df -k --output=avail . | tail -1)
+[ -e ../filler ] || fallocate -l $(((avail - FREE_KIB) * 1024)) ../filler
+touch done'
+		git config filter.up.clean 'tr a-z A-Z'
+		commit_all "$R"
+		run "$AILOOP" run --quiet "fill"
+		expect_rc 70 "$FREE_KIB KiB free: exit 70"
+		if [ "$FREE_KIB" = 64 ]; then
+			expect_in "$err" "the clean filter 'up' of 'big.txt' could not be run: its input and output files in the git directory: No space left on device" \
+				"$FREE_KIB KiB free: it says which filter, and why"
+		else
+			expect_in "$err" "the clean filter 'up' of 'big.txt' failed: it says \"No space left on device\"" \
+				"$FREE_KIB KiB free: it says which filter, and what the command said"
+		fi
+		expect_eq "$("$AILOOP" status --json | jq -r .status)" paused "$FREE_KIB KiB free: the run is paused"
+		rm -f "$DISK/filler"
+		run "$AILOOP" resume
+		expect_rc 0 "$FREE_KIB KiB free, then room again: the resume completes"
+		expect_eq "$(git show HEAD:big.txt | head -c 8)" "ABCDEFGH" \
+			"$FREE_KIB KiB free, then room again: the clean content committed"
+		expect_eq "$(git status --porcelain)" "" "$FREE_KIB KiB free, then room again: git status clean"
+		cd /
+	done
+else
+	echo "skipped: no tmpfs to fill (a filter driver on a full disk)"
+fi
+
 # --- Git LFS ---------------------------------------------------------------------------
 if ! git lfs version >/dev/null 2>&1; then
 	echo "skipped: git-lfs is not installed (scripts/bootstrap.sh installs it)"
