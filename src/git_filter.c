@@ -48,11 +48,10 @@ struct driver_stream {
 	git_writestream base;
 	git_writestream *next;
 	struct driver d;
-	char *path, *workdir;
-	bool clean;
-	int in_fd;    /* -1: the scratch file could not be made */
-	int in_errno; /* why the content could not be kept there; 0: it is */
-	char *gitdir;
+	char *path, *workdir, *gitdir;
+	bool clean;      /* to the object store (else to the work tree: smudge) */
+	int in_fd;       /* the content; -1: the scratch file could not be made */
+	int in_errno;    /* why the content could not be kept there; 0: it is */
 	char said[4096]; /* the start of what the command wrote to stderr */
 	size_t said_len;
 };
