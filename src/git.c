@@ -48,6 +48,28 @@ static bool is_cwd(const char *dir)
 	       a.st_ino == b.st_ino;
 }
 
+/*
+ * libgit2 found no repository to open: there is none, or (a .git here) it
+ * is another user's, which libgit2 refuses as git does ("dubious
+ * ownership"), saying only that it found none.
+ */
+static int not_found(void)
+{
+	struct stat st;
+	char *cwd;
+	int rc;
+
+	if (lstat(".git", &st) < 0 || st.st_uid == geteuid())
+		return al_err(AL_ENOTFOUND, "not a git repository (run 'git init' and make a "
+			      "first commit)");
+	cwd = getcwd(NULL, 0);
+	rc = al_err(AL_ENOTFOUND, "the git repository here is owned by another user (uid %u), "
+		    "which git does not trust; to trust it: git config --global --add "
+		    "safe.directory '%s'", (unsigned)st.st_uid, cwd ? cwd : ".");
+	free(cwd);
+	return rc;
+}
+
 int al_git_open(struct al_git **out)
 {
 	struct al_git *g;
@@ -82,8 +104,7 @@ int al_git_open(struct al_git **out)
 		free(g);
 		if (rc != GIT_ENOTFOUND) /* a repository, but not one libgit2 can open */
 			return al_git_fail("cannot open the git repository");
-		return al_err(AL_ENOTFOUND, "not a git repository (run 'git init' and make a "
-			      "first commit)");
+		return not_found();
 	}
 	if (git_repository_is_bare(g->repo)) {
 		al_git_free(g);

@@ -32,6 +32,24 @@ if git init -q -b main --object-format=sha256 2>/dev/null; then
 	expect_in "$err" "cannot open the git repository: unsupported extension name extensions.objectformat (a repository of SHA-256 object names" \
 		"the SHA-256 repository's message"
 fi
+# a repository of another user: git's "dubious ownership", with its way out
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+	mkdir -p "$TEST_TMP/owned"
+	cp -a "$TEST_TMP/plain/.ai-loop" "$TEST_TMP/owned/"
+	cd "$TEST_TMP/owned"
+	git init -q -b main && git add -A && git commit -q -m "set up"
+	chown -R nobody "$TEST_TMP/owned"
+	run "$AILOOP" run "x"
+	expect_rc 66 "another user's repository"
+	expect_in "$err" "the git repository here is owned by another user (uid $(id -u nobody))" \
+		"another user's repository: said as such"
+	expect_in "$err" "git config --global --add safe.directory '$TEST_TMP/owned'" \
+		"another user's repository: the way to trust it"
+	git config --global --add safe.directory "$TEST_TMP/owned"
+	run "$AILOOP" run --quiet "x"
+	expect_rc 0 "another user's repository, trusted: the run completes"
+	chown -R root "$TEST_TMP/owned"
+fi
 cd "$TEST_TMP/plain"
 
 # .ai-loop below the repository's root: said as such
