@@ -274,31 +274,26 @@ static void stream_free(git_writestream *s)
 	free(ds);
 }
 
-static char *config_string(git_repository *repo, const char *driver, const char *key)
+/* filter.<driver>.<key> of `cfg` (a snapshot: one read of the configuration a file) */
+static char *config_string(git_config *cfg, const char *driver, const char *key)
 {
-	git_config *cfg = NULL;
 	git_buf value = GIT_BUF_INIT;
 	char *name = al_xprintf("filter.%s.%s", driver, key), *out = NULL;
 
-	if (git_repository_config_snapshot(&cfg, repo) == 0 &&
-	    git_config_get_string_buf(&value, cfg, name) == 0 && value.size)
+	if (cfg && git_config_get_string_buf(&value, cfg, name) == 0 && value.size)
 		out = al_strdup(value.ptr);
 	git_buf_dispose(&value);
-	git_config_free(cfg);
 	free(name);
 	return out;
 }
 
-static bool config_bool(git_repository *repo, const char *driver, const char *key)
+static bool config_bool(git_config *cfg, const char *driver, const char *key)
 {
-	git_config *cfg = NULL;
 	char *name = al_xprintf("filter.%s.%s", driver, key);
 	int value = 0;
 
-	if (git_repository_config_snapshot(&cfg, repo) == 0 &&
-	    git_config_get_bool(&value, cfg, name) < 0)
+	if (!cfg || git_config_get_bool(&value, cfg, name) < 0)
 		value = 0;
-	git_config_free(cfg);
 	free(name);
 	return value;
 }
@@ -309,6 +304,7 @@ static int check(git_filter *self, void **payload, const git_filter_source *src,
 	const char *name = attr_values[0];
 	git_repository *repo = git_filter_source_repo(src);
 	bool clean = git_filter_source_mode(src) == GIT_FILTER_TO_ODB;
+	git_config *cfg = NULL;
 	struct driver *d;
 	char *command;
 	bool required;
@@ -317,8 +313,11 @@ static int check(git_filter *self, void **payload, const git_filter_source *src,
 	if (!repo || !git_repository_workdir(repo) || GIT_ATTR_IS_TRUE(name) ||
 	    GIT_ATTR_IS_FALSE(name) || GIT_ATTR_IS_UNSPECIFIED(name))
 		return GIT_PASSTHROUGH;
-	command = config_string(repo, name, clean ? "clean" : "smudge");
-	required = config_bool(repo, name, "required");
+	if (git_repository_config_snapshot(&cfg, repo) < 0)
+		cfg = NULL;
+	command = config_string(cfg, name, clean ? "clean" : "smudge");
+	required = config_bool(cfg, name, "required");
+	git_config_free(cfg);
 	if (!command && !required)
 		return GIT_PASSTHROUGH; /* no such driver here: git leaves the content as it is */
 	d = al_calloc(1, sizeof(*d));

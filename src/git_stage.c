@@ -414,7 +414,7 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 
 	base = base ? base + 1 : path;
 	if (al_git_unrecorded(path) || gitlink || another_runs(path, own_dir) ||
-	    (e && (e->flags_extended & GIT_INDEX_ENTRY_SKIP_WORKTREE))) {
+	    al_git_sparse(index, path)) {
 		/*
 		 * not recorded (or not this run's, or left out by a sparse
 		 * checkout); a gitlink: stage_gitlinks() reads its HEAD
