@@ -57,12 +57,24 @@ static int read_task(const char *arg, const char *file, char **out)
 		char buf[65536];
 		ssize_t n;
 
-		while ((n = read(0, buf, sizeof(buf))) > 0)
+		while ((n = read(0, buf, sizeof(buf))) != 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				int e = errno;
+
+				al_strbuf_release(&sb);
+				return al_cli_fail(AL_EXIT_NOINPUT,
+						   "cannot read the task from standard input: %s",
+						   strerror(e));
+			}
 			al_strbuf_add(&sb, buf, (size_t)n);
+		}
 	} else if (arg) {
 		al_strbuf_adds(&sb, arg);
 	}
-	if (!sb.len) {
+	/* blank is empty: agents asked to do nothing cost as much as any */
+	if (!sb.len || strspn(sb.buf, " \t\r\n\v\f") == sb.len) {
 		al_strbuf_release(&sb);
 		return al_cli_fail(AL_EXIT_USAGE, "the task is empty");
 	}
