@@ -38,6 +38,14 @@ void al_close_later(int fd)
 		deferred[ndeferred++] = fd;
 }
 
+void al_free_later(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0)
+		al_close_later(fd);
+}
+
 void al_close_deferred(void)
 {
 	while (ndeferred)

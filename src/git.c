@@ -604,6 +604,12 @@ static int move_head(struct al_git *g, const char *ref, const git_oid *id, const
 	git_reference *moved = NULL;
 	int rc = 0;
 
+	if (ref) { /* its file, replaced by the move: freed while the next agent works */
+		char *path = al_xprintf("%s%s", git_repository_commondir(g->repo), ref);
+
+		al_free_later(path);
+		free(path);
+	}
 	if (git_reference_create_matching(&moved, g->repo, ref ? ref : "HEAD", id, 1, old, log) < 0)
 		rc = al_git_fail("cannot move the branch to the new commit");
 	git_reference_free(moved);

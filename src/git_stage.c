@@ -236,26 +236,17 @@ static int stage_gitlinks(struct al_git *g, git_index *index, size_t *staged)
 	return rc;
 }
 
-/* An index this large is written with its old file's freeing put off. */
-#define INDEX_FREED_APART (256 * 1024)
-
 /*
- * git_index_write(), with the file it replaces held open until the next
- * agent has started (al_close_later): the rename then only unlinks the old
- * index, and the kernel frees its pages and blocks at the last close, while
- * that agent works. In a repository of 20,000 files that freeing is a
- * quarter of the write's time. A small index is written plainly.
+ * git_index_write(), with the file it replaces freed once the next agent
+ * has started (al_free_later): the rename then only unlinks the old index.
+ * In a repository of 20,000 files freeing its pages is a quarter of the
+ * write's time; on a filesystem mounted with `discard`, freeing any index
+ * waits for the device (ext4).
  */
-static int index_write(struct al_git *g, git_index *index)
+static int index_write(git_index *index)
 {
-	int old = -1, rc;
-
-	if (g->index_known && g->index_st.st_size >= INDEX_FREED_APART)
-		old = open(git_index_path(index), O_RDONLY | O_CLOEXEC);
-	rc = git_index_write(index);
-	if (old >= 0)
-		al_close_later(old);
-	return rc;
+	al_free_later(git_index_path(index));
+	return git_index_write(index);
 }
 
 /*
@@ -273,7 +264,7 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 	int rc = 0;
 
 	if (own_dir && ((rc = stage_own_files(g, index, own_dir)) < 0 ||
-			(rc = index_write(g, index)) < 0))
+			(rc = index_write(index)) < 0))
 		return rc;
 	*staged = 0;
 	git_status_options_init(&opts, GIT_STATUS_OPTIONS_VERSION);
@@ -739,7 +730,7 @@ int al_git_stage_all(struct al_git *g, git_index *index, const char *own_dir, bo
 		if (rc == 0)
 			rc = stage_paths(g, index, own_dir, paths, n, &beside);
 		if (rc == 0)
-			rc = index_write(g, index);
+			rc = index_write(index);
 		if (rc == 0 && !beside) { /* every change is at one of them: the tree can follow */
 			g->staged = paths;
 			g->nstaged = n;
@@ -762,7 +753,7 @@ int al_git_stage_all(struct al_git *g, git_index *index, const char *own_dir, bo
 		if (rc == 0)
 			rc = stage_changes(g, index, own_dir, &staged);
 		if (rc == 0 && staged)
-			rc = index_write(g, index);
+			rc = index_write(index);
 	}
 	if (rc == 0) {
 		index_left(g, index);

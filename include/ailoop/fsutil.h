@@ -66,8 +66,16 @@ bool al_durable_relaxed(void);
  * A file to close once the next agents have started (al_close_deferred,
  * proc.c): closing the last descriptor of an unlinked file frees it, work
  * better done while an agent runs than before. At most a few are kept.
+ * On a filesystem mounted with `discard`, freeing a file that has blocks
+ * waits for the device to discard them (ext4: 60-70 us a file here).
  */
 void al_close_later(int fd);
+/*
+ * The file at `path`, about to be replaced by a rename over it (git's
+ * lock-file protocol), held open so that the rename only unlinks it and
+ * its freeing waits for the next agent's start; nothing if it is not there.
+ */
+void al_free_later(const char *path);
 void al_close_deferred(void);
 /* This boot of the machine (Linux's boot_id), NULL where it cannot be told. */
 const char *al_boot_id(void);
