@@ -23,6 +23,9 @@ int al_git_fail(const char *what)
 	const git_error *e = git_error_last();
 	const char *why = e && e->message ? e->message : "unknown error";
 
+	if (al_git_filters_stopped()) /* an interrupt stopped a filter driver: not git's failure */
+		return al_err(AL_EINTR, "%s: %s", what, why);
+
 	/* the indexes git writes that libgit2 cannot read: say how to have another */
 	if (strstr(why, "extension: 'sdir'"))
 		return al_err(AL_ERROR, "%s: %s (git's sparse index; 'git sparse-checkout init "

@@ -14,6 +14,8 @@
  */
 #include "git_repo.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/proc.h"
+#include "ailoop/signals.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
@@ -21,11 +23,13 @@
 #include <git2/sys/filter.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,6 +58,7 @@ struct driver_stream {
 	int in_errno;    /* why the content could not be kept there; 0: it is */
 	char said[4096]; /* the start of what the command wrote to stderr */
 	size_t said_len;
+	bool stopped; /* killed as ailoop was interrupted */
 };
 
 /* `text` with each %f replaced by `path` in single quotes, as git quotes it. */
@@ -91,25 +96,125 @@ static int scratch(const char *gitdir)
 }
 
 /*
+ * The environment of a command: ailoop's, with git's terminal prompts off.
+ * A driver that needs credentials (git-lfs fetching an object) fails at
+ * once instead of waiting for an answer nobody is there to type.
+ */
+static char **command_env(void)
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = al_calloc(n + 2, sizeof(*env));
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "GIT_TERMINAL_PROMPT=", 20))
+			env[k++] = environ[i];
+	env[k] = "GIT_TERMINAL_PROMPT=0";
+	return env;
+}
+
+/* Keeps the start of what the command says in ds->said. */
+static void keep_said(struct driver_stream *ds, const char *buf, size_t n)
+{
+	size_t room = sizeof(ds->said) - ds->said_len;
+
+	if (n > room)
+		n = room;
+	memcpy(ds->said + ds->said_len, buf, n);
+	ds->said_len += n;
+}
+
+/* AL_PROC_GRACE_MS after ailoop was first interrupted (0: it was not) */
+static int64_t stop_at;
+static bool stopped_any; /* a driver was stopped so */
+
+bool al_git_filters_stopped(void)
+{
+	return stopped_any;
+}
+
+/* Whether an interrupt of ailoop stops the driver now; *wait: ms until it does. */
+static bool stop_now(int *wait)
+{
+	int signals = al_signals_count();
+	int64_t now = al_now_ms();
+
+	*wait = -1;
+	if (!signals)
+		return false;
+	if (!stop_at)
+		stop_at = now + AL_PROC_GRACE_MS;
+	if (signals > 1 || now >= stop_at)
+		return true;
+	*wait = (int)(stop_at - now);
+	return false;
+}
+
+/*
+ * Reads what the command says until it has exited. An interrupt of ailoop
+ * gives the drivers AL_PROC_GRACE_MS more to finish (a second one, none);
+ * then the command's session is killed and ds->stopped set: the commit
+ * fails, and the run pauses as at any interrupt, instead of waiting on a
+ * driver that hangs.
+ */
+static void wait_command(struct driver_stream *ds, pid_t pid, int err_fd)
+{
+	int pidfd = (int)pidfd_open(pid, 0), wait;
+	char buf[4096];
+	ssize_t n;
+
+	while (pidfd >= 0) {
+		struct pollfd p[2] = { { .fd = err_fd, .events = POLLIN },
+				       { .fd = pidfd, .events = POLLIN } };
+
+		if (!ds->stopped && stop_now(&wait)) {
+			kill(-pid, SIGKILL);
+			ds->stopped = stopped_any = true;
+		}
+		if (poll(p, 2, ds->stopped ? -1 : wait) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents) {
+			n = read(err_fd, buf, sizeof(buf));
+			if (n > 0)
+				keep_said(ds, buf, (size_t)n);
+			else if (n == 0 || errno != EINTR)
+				err_fd = -1; /* its end: poll ignores it from now on */
+		}
+		if (p[1].revents)
+			break; /* it has exited: what it said is in the pipe, read below */
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	/* the rest, to its end (without a pidfd, all of it: the command's end) */
+	while (err_fd >= 0 && ((n = read(err_fd, buf, sizeof(buf))) > 0 ||
+			       (n < 0 && errno == EINTR)))
+		if (n > 0)
+			keep_said(ds, buf, (size_t)n);
+}
+
+/*
  * Runs the command on the content, its output into `out_fd`; its exit
  * status (-1: could not be run). What it says on stderr comes through a
  * pipe (a file could not hold it on a full disk, when it matters most),
- * read to its end, its start kept in ds->said. In a process group of its
- * own, so that a Ctrl-C meant for the run does not fail the commit it is
- * part of, with no signal blocked or ignored whatever ailoop's own state.
+ * read to its end, its start kept in ds->said. In a session of its own,
+ * so that a Ctrl-C meant for the run does not fail the commit it is part
+ * of, with no terminal to ask anything on, and with no signal blocked or
+ * ignored whatever ailoop's own state.
  */
 static int run_command(struct driver_stream *ds, int out_fd)
 {
 	char *line = with_path(ds->d.command, ds->path);
-	char *argv[] = { "sh", "-c", line, NULL }, buf[4096];
+	char *argv[] = { "sh", "-c", line, NULL }, **env = command_env();
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none, all;
 	int status = -1, err[2];
-	ssize_t n;
 	pid_t pid;
 
 	if (pipe2(err, O_CLOEXEC) < 0) {
+		free(env);
 		free(line);
 		return -1;
 	}
@@ -119,24 +224,16 @@ static int run_command(struct driver_stream *ds, int out_fd)
 	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
 	posix_spawn_file_actions_addchdir_np(&fa, ds->workdir);
 	posix_spawnattr_init(&at);
-	posix_spawnattr_setpgroup(&at, 0);
 	sigemptyset(&none);
 	sigfillset(&all);
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
 					      POSIX_SPAWN_SETSIGDEF);
-	if (posix_spawn(&pid, "/bin/sh", &fa, &at, argv, environ) == 0) {
+	if (posix_spawn(&pid, "/bin/sh", &fa, &at, argv, env) == 0) {
 		close(err[1]);
 		err[1] = -1;
-		while ((n = read(err[0], buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
-			size_t room = sizeof(ds->said) - ds->said_len;
-
-			if (n > 0 && room) {
-				memcpy(ds->said + ds->said_len, buf, (size_t)n < room ? (size_t)n : room);
-				ds->said_len += (size_t)n < room ? (size_t)n : room;
-			}
-		}
+		wait_command(ds, pid, err[0]);
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
 		status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -146,6 +243,7 @@ static int run_command(struct driver_stream *ds, int out_fd)
 	close(err[0]);
 	if (err[1] >= 0)
 		close(err[1]);
+	free(env);
 	free(line);
 	return status;
 }
@@ -211,7 +309,7 @@ static int filtered(struct driver_stream *ds, int *failed, const char **full)
 			  : run_command(ds, out_fd);
 	if (*failed == 0)
 		rc = pass_on(out_fd, ds->next);
-	else if (*failed > 0)
+	else if (*failed > 0 && !ds->stopped)
 		*full = said(ds, *failed);
 	if (out_fd >= 0)
 		close(out_fd);
@@ -235,6 +333,8 @@ static int stream_close(git_writestream *s)
 
 	if (ds->d.command)
 		rc = filtered(ds, &failed, &full);
+	if (rc == 0 && ds->stopped) /* never the content unfiltered in its place */
+		return driver_error(ds, "was stopped: ailoop was interrupted");
 	if (rc == 0 && full) {
 		char *how = al_xprintf("failed: it says \"%s\"", full);
 

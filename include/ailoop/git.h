@@ -25,6 +25,12 @@ struct git_commit;
  * once libgit2 is initialised; again does nothing.
  */
 void al_git_filters_register(void);
+/*
+ * Whether an interrupt of ailoop stopped a filter driver (one that had not
+ * finished AL_PROC_GRACE_MS after it, or at a second one): the git
+ * operation it was part of failed for that, and al_git_fail says AL_EINTR.
+ */
+bool al_git_filters_stopped(void);
 
 /* Opens the repository whose work tree is the current directory. */
 int al_git_open(struct al_git **out);

@@ -139,6 +139,51 @@ else
 	echo "skipped: no tmpfs to fill (a filter driver on a full disk)"
 fi
 
+# --- a driver that hangs: an interrupt stops it; fixed, the run resumes -------------------
+# The clean command writes its pid, then waits far longer than the test: a
+# Ctrl-C gives it AL_PROC_GRACE_MS (5 s) and then kills its session, the
+# commit fails for the interrupt (exit 3, paused) and a resume commits.
+# A second Ctrl-C kills it at once.
+for signals in 1 2; do
+	filtered "hang$signals" 'echo hello >>notes.txt; touch done'
+	git config filter.up.clean 'tr a-z A-Z'
+	commit_all "$R"
+	git config filter.up.clean "echo \$\$ >$TEST_TMP/hang$signals.pid; exec sleep 1000"
+	("$AILOOP" run --quiet "hang" >"$TEST_TMP/hang.out" 2>&1; echo $? >"$TEST_TMP/hang$signals.rc") \
+		>/dev/null 2>&1 &
+	if wait_for "$TEST_TMP/hang$signals.pid" 30; then
+		pkill -INT -f "ailoop run --quiet hang"
+		[ "$signals" = 1 ] || { sleep 0.5; pkill -INT -f "ailoop run --quiet hang"; }
+		wait_for "$TEST_TMP/hang$signals.rc" 60
+	fi
+	expect_eq "$(cat "$TEST_TMP/hang$signals.rc" 2>/dev/null)" 3 "$signals interrupt(s) during a driver that hangs: exit 3"
+	pid=$(cat "$TEST_TMP/hang$signals.pid" 2>/dev/null)
+	[ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && pass || fail "the hanging driver was killed"
+	# (what a failure leaves running goes before the next check)
+	pkill -KILL -f "ailoop run --quiet hang"
+	[ -z "$pid" ] || kill -KILL "$pid" 2>/dev/null
+	expect_eq "$(run_status)" paused "$signals interrupt(s): the run is paused"
+	git config filter.up.clean 'tr a-z A-Z'
+	run "$AILOOP" resume
+	expect_rc 0 "$signals interrupt(s), the driver fixed: the resume completes"
+	expect_eq "$(git show HEAD:notes.txt | tr '\n' ' ')" "FIRST HELLO " "$signals interrupt(s): the commit holds the clean content"
+	expect_eq "$(git status --porcelain)" "" "$signals interrupt(s): git status clean"
+done
+
+# --- a driver runs with no terminal to prompt on ------------------------------------------
+# git's credential prompts are off (GIT_TERMINAL_PROMPT=0) and the command
+# leads a session of its own, with no controlling terminal: a driver that
+# would ask for a password (git-lfs fetching an object) fails at once.
+filtered prompt 'echo hello >>notes.txt; touch done'
+git config filter.up.clean 'tr a-z A-Z'
+commit_all "$R"
+git config filter.up.clean "{ echo \"prompt=\$GIT_TERMINAL_PROMPT\"; ps -o sid= -p \$\$ | tr -d ' '; echo \$\$; : </dev/tty && echo tty; } >$TEST_TMP/prompt.txt 2>/dev/null; tr a-z A-Z"
+run "$AILOOP" run --quiet "prompt"
+expect_rc 0 "a driver with no terminal: the run completes"
+expect_eq "$(sed -n 1p "$TEST_TMP/prompt.txt")" "prompt=0" "git's terminal prompts are off for drivers"
+expect_eq "$(sed -n 2p "$TEST_TMP/prompt.txt")" "$(sed -n 3p "$TEST_TMP/prompt.txt")" "a driver leads a session of its own"
+expect_not_in "$(cat "$TEST_TMP/prompt.txt")" "tty" "a driver cannot open a terminal"
+
 # --- Git LFS ---------------------------------------------------------------------------
 if ! git lfs version >/dev/null 2>&1; then
 	echo "skipped: git-lfs is not installed (scripts/bootstrap.sh installs it)"
