@@ -281,8 +281,13 @@ static int spawn(struct child *c)
 	sigaddset(&defaults, SIGHUP);
 	posix_spawnattr_setsigmask(&attr, &mask);
 	posix_spawnattr_setsigdefault(&attr, &defaults);
-	posix_spawnattr_setpgroup(&attr, 0);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+	/*
+	 * A session of its own, which is a process group of its own too: no
+	 * controlling terminal, so an agent that asks on /dev/tty (git for a
+	 * password, an editor, a confirmation) fails at once instead of being
+	 * stopped by the terminal, unseen, until its deadline or forever.
+	 */
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
 				 POSIX_SPAWN_SETSIGDEF);
 	env = make_env(c->spec->env, c->spec->record != NULL);
 	path = resolve(c->spec->argv[0]);

@@ -9,8 +9,9 @@
 
 /*
  * Agents and command sensors as real subprocesses. Each child is started
- * with posix_spawnp in a process group of its own, its stdin, stdout and
- * stderr through pipes that are read with poll(). A deadline on the
+ * with posix_spawnp in a session (so a process group) of its own, with no
+ * controlling terminal, its stdin, stdout and stderr through pipes that
+ * are read with poll(). A deadline on the
  * monotonic clock sends SIGTERM to the whole group, then SIGKILL after the
  * grace period; an interrupt (see signals.h) does the same to every child,
  * a second one kills at once, and one that came before the call starts

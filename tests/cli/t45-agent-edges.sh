@@ -79,6 +79,35 @@ expect_eq "$(git status --porcelain)" "" "the tree stays as the run left it"
 expect_in "$(cat .ai-loop/runs/run_*/nodes/fix/logs/actuator.log)" "ailoop: stopped process" \
 	"the agent's log names the process"
 
+# --- an agent that asks on the terminal: it fails at once, never stopped unseen ------------
+# ailoop in a terminal (script(1) gives it one); the agent reads an answer
+# from /dev/tty, as git asking for a password or an editor would. In a
+# session of its own it has no terminal: the read fails, and so does the
+# agent, at once. (In ailoop's session the terminal stopped it (SIGTTIN)
+# and the run waited for it without end.)
+if command -v script >/dev/null; then
+	R=$TEST_TMP/tty
+	loop_repo "$R" a
+	cat >"$R/.ai-loop/agents/ask.md" <<'MD'
+---
+name: ask
+command: 'read -r answer </dev/tty && echo "answered $answer" >answered.txt'
+---
+Asks on the terminal.
+MD
+	one_loop "$R" ask.md "max_iterations: 1"
+	commit_all "$R"
+	cd "$R"
+	run timeout 60 script -qec "'$AILOOP' run --quiet 'ask me'" /dev/null
+	expect_eq "$(run_status)" error "an agent asking on the terminal: the run ends in an agent error"
+	expect_in "$out" "actuator" "the agent is named"
+	expect_in "$(cat .ai-loop/runs/run_*/nodes/fix/logs/actuator.log)" "No such device or address" \
+		"the agent could not open a terminal"
+	[ ! -e answered.txt ] && pass || fail "the agent read an answer"
+else
+	echo "skipped: no script(1) to give ailoop a terminal"
+fi
+
 # --- a prompt too long for `prompt: arg`: an agent error -------------------------------
 R=$TEST_TMP/long
 loop_repo "$R" a
