@@ -2,11 +2,13 @@
 #include "ailoop/fsutil.h"
 #include "ailoop/util.h"
 
+#include <fcntl.h>
 #include <git2.h>
 #include <jansson.h>
 #include <pcre2.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <yaml.h>
 
 const struct al_command al_commands[] = {
@@ -181,11 +183,27 @@ static int unknown_command(const char *name)
 	return AL_EXIT_USAGE;
 }
 
+/*
+ * Standard descriptors the caller closed get /dev/null, as git does: else
+ * the first files ailoop opens take their numbers, and its messages are
+ * written into them (with stderr closed, into the work tree's lock).
+ */
+static void std_fds_open(void)
+{
+	int fd;
+
+	while ((fd = open("/dev/null", O_RDWR)) >= 0 && fd <= 2)
+		;
+	if (fd > 2)
+		close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	const struct al_command *cmd;
 	int code;
 
+	std_fds_open();
 	if (argc < 2) {
 		print_main_help(stderr);
 		return AL_EXIT_USAGE;

@@ -184,4 +184,24 @@ expect_eq "$(cat "$TEST_TMP/outside")" "keep" "the link's target is not written"
 [ ! -e .ai-loop/runs ] && pass || fail "nothing written through a linked lock"
 rm .git/ailoop.lock
 
+# --- stderr closed: ailoop's messages go nowhere, not into the lock it holds ----------------
+# (the first file opened would take descriptor 2: the work tree's lock,
+# which `status` reads for its holder)
+R=$TEST_TMP/closed
+loop_repo "$R" a
+cat >"$R/.ai-loop/agents/peek.md" <<MD
+---
+name: peek
+command: 'cat .git/ailoop.lock >"$TEST_TMP/lock-seen"; sh .ai-loop/agents/fix.sh'
+---
+MD
+one_loop "$R" peek.md
+commit_all "$R"
+cd "$R"
+"$AILOOP" run "fix all" >"$TEST_TMP/closed.out" 2>&-
+expect_eq "$?" 0 "a run with stderr closed completes"
+expect_in "$(cat "$TEST_TMP/lock-seen")" "ailoop pid " "the lock names its holder"
+expect_not_in "$(cat "$TEST_TMP/lock-seen")" "ailoop: [" "and holds none of the run's messages"
+expect_in "$(cat "$TEST_TMP/closed.out")" "complete" "stdout still has the run's summary"
+
 finish
