@@ -1,6 +1,8 @@
 #include "ailoop/cli.h"
 #include "ailoop/exec.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/git.h"
+#include "ailoop/run.h"
 #include "ailoop/sha256.h"
 #include "ailoop/signals.h"
 #include "ailoop/util.h"
@@ -10,6 +12,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct run_opts {
@@ -229,11 +232,52 @@ static int count_run_commits(const char *oid, const char *message, int64_t time,
 	return stop;
 }
 
+/* The entries of `dir` in the last commit that the work tree lost, but `skip`, after spaces. */
+static void lost_in(struct al_git *g, const char *dir, const char *skip, struct al_strbuf *paths)
+{
+	char **names = NULL;
+	size_t n = 0;
+
+	if (al_git_ls(g, "HEAD", dir, &names, &n) < 0)
+		n = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *path = al_xprintf("%s/%s", dir, names[i]);
+		struct stat st;
+
+		if (strcmp(path, skip) && lstat(path, &st) < 0 && errno == ENOENT)
+			al_strbuf_addf(paths, " %s", path);
+		free(path);
+	}
+	al_strv_free(names, n);
+}
+
+/*
+ * What else of .ai-loop the last commit has and the work tree lost (the
+ * flow, the agents, the runs' .gitignore: an agent that removed .ai-loop
+ * whole), each path after a space.
+ */
+static void lost_beside(const char *run_dir, struct al_strbuf *paths)
+{
+	struct al_git *g = NULL;
+
+	if (al_git_open(&g) < 0)
+		return;
+	lost_in(g, ".ai-loop", AL_RUNS_DIR, paths);
+	lost_in(g, AL_RUNS_DIR, run_dir, paths);
+	al_git_free(g);
+}
+
 void al_cli_damage_advice(const char *run_dir, const char *run_id)
 {
+	struct al_strbuf also = AL_STRBUF_INIT;
+
+	lost_beside(run_dir, &also);
 	fprintf(stderr, "ailoop: the run's state is damaged; what was committed is safe. Restore "
-		"the run's files from its last commit and continue:\n"
-		"    git checkout HEAD -- %s && ailoop resume %s\n", run_dir, run_id);
+		"the run's files%s from its last commit and continue:\n"
+		"    git checkout HEAD -- %s%s && ailoop resume %s\n",
+		also.len ? " (and what else of .ai-loop is gone)" : "", run_dir,
+		also.len ? also.buf : "", run_id);
+	al_strbuf_release(&also);
 }
 
 /* Prints how the run ended and what to do with its branch; the exit status. */

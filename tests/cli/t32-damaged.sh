@@ -128,4 +128,30 @@ expect_eq "$(cat todo.txt)" "" "with every item fixed"
 run git fsck --strict
 expect_rc 0 "fsck after the deletion"
 
+# --- an agent deletes .ai-loop whole: the advice restores the flow and agents too --------
+R=$TEST_TMP/wiper
+loop_repo "$R" a b
+cat >"$R/.ai-loop/agents/wiper.md" <<'MD'
+---
+name: wiper
+command: 'sh .ai-loop/agents/fix.sh; rm -rf .ai-loop'
+---
+MD
+one_loop "$R" wiper.md
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix"
+expect_rc 65 "an agent deleted .ai-loop"
+run_id=$(git show HEAD --name-only --format= | sed -n 's|^.ai-loop/runs/\(run_[0-9_]*\)/.*|\1|p' | head -1)
+restore=$(printf '%s\n' "$err" | grep -o 'git checkout HEAD -- .* &&' | sed 's/ &&$//')
+expect_in "$restore" ".ai-loop/runs/$run_id" "the advice restores the run's directory"
+expect_in "$restore" ".ai-loop/flow.yaml" "and the flow"
+expect_in "$restore" ".ai-loop/agents" "and the agents"
+eval "$restore"
+expect_eq "$(git status --porcelain -- .ai-loop)" "" "followed, it restores all of .ai-loop"
+sed -i 's/wiper.md/fixer.md/' .ai-loop/flow.yaml
+run "$AILOOP" resume --force
+expect_rc 0 "the restored run finishes"
+expect_eq "$(cat todo.txt)" "" "with every item fixed"
+
 finish
