@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -182,8 +183,12 @@ static void wait_command(struct driver_stream *ds, pid_t pid, int err_fd)
 			else if (n == 0 || errno != EINTR)
 				err_fd = -1; /* its end: poll ignores it from now on */
 		}
-		if (p[1].revents)
-			break; /* it has exited: what it said is in the pipe, read below */
+		if (p[1].revents) {
+			/* it has exited (not yet reaped: its group is still its own): what
+			 * it left running goes, and what it said is in the pipe, read below */
+			kill(-pid, SIGKILL);
+			break;
+		}
 	}
 	if (pidfd >= 0)
 		close(pidfd);
@@ -213,6 +218,8 @@ static int run_command(struct driver_stream *ds, int out_fd)
 	int status = -1, err[2];
 	pid_t pid;
 
+	/* what it leaves running becomes ailoop's to kill and reap, as an agent's does */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (pipe2(err, O_CLOEXEC) < 0) {
 		free(env);
 		free(line);
@@ -236,6 +243,7 @@ static int run_command(struct driver_stream *ds, int out_fd)
 		wait_command(ds, pid, err[0]);
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
+		al_proc_reap_group(pid); /* what it left running, killed: no zombie stays */
 		status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	}
 	posix_spawnattr_destroy(&at);

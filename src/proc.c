@@ -413,7 +413,7 @@ static void check_exit(struct child *c, int64_t now)
  * parents die, and are reaped here rather than left to a PID 1 that may
  * not reap: when this returns, no process of the agent can touch the tree.
  */
-static void reap_group(pid_t pgid)
+void al_proc_reap_group(pid_t pgid)
 {
 	int64_t until = al_now_ms() + 2000;
 	struct timespec ms = { 0, 1000000 };
@@ -431,7 +431,7 @@ static void reap(struct child *c, int64_t now)
 
 	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
 		;
-	reap_group(c->pid);
+	al_proc_reap_group(c->pid);
 	if (WIFEXITED(status))
 		c->res->exit_code = WEXITSTATUS(status);
 	else if (WIFSIGNALED(status))
@@ -566,7 +566,7 @@ static struct pids foreign;
  * of their process groups (setsid, a double fork). ailoop is a subreaper,
  * so those orphans are its children now, or below them: anything below
  * ailoop that is not one of the agents' zombies, nor in one of their groups
- * (check_exit killed those, reap_group reaps them), is such a stray.
+ * (check_exit killed those, al_proc_reap_group reaps them), is such a stray.
  * Returns how many; each is named in `log`.
  */
 static int kill_strays(const struct child *cs, size_t n, struct al_strbuf *log)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /*
  * Agents and command sensors as real subprocesses. Each child is started
@@ -70,6 +71,14 @@ struct al_proc_result {
 	 */
 	int strays;
 };
+
+/*
+ * Waits (at most 2 s) until nothing is left of a killed process group.
+ * ailoop is a child subreaper, so the group's orphans become its children
+ * as their parents die, and are reaped here rather than left to a PID 1
+ * that may not reap.
+ */
+void al_proc_reap_group(pid_t pgid);
 
 #define AL_PROC_RESULT_INIT { 0, false, false, 0, AL_STRBUF_INIT, false, AL_STRBUF_INIT, false, 0 }
 

@@ -171,6 +171,20 @@ for signals in 1 2; do
 	expect_eq "$(git status --porcelain)" "" "$signals interrupt(s): git status clean"
 done
 
+# --- a driver that leaves a process behind: it is stopped with the driver ------------------
+# (it holds the driver's stderr: read to its end, that would be the
+# leftover's end, a thousand seconds later)
+filtered leftover 'echo hello >>notes.txt; touch done'
+git config filter.up.clean 'tr a-z A-Z'
+commit_all "$R"
+git config filter.up.clean "sleep 1000 & echo \$! >>$TEST_TMP/leftover.pid; tr a-z A-Z"
+run timeout -k 5 60 "$AILOOP" run --quiet "leftover"
+expect_rc 0 "a driver that leaves a process running: the run completes"
+expect_eq "$(git show HEAD:notes.txt | tr '\n' ' ')" "FIRST HELLO " "the driver's output is committed"
+pids=$(cat "$TEST_TMP/leftover.pid" 2>/dev/null)
+[ -n "$pids" ] && ! kill -0 $pids 2>/dev/null && pass || fail "what the driver left running was stopped"
+[ -z "$pids" ] || kill -KILL $pids 2>/dev/null
+
 # --- a driver runs with no terminal to prompt on ------------------------------------------
 # git's credential prompts are off (GIT_TERMINAL_PROMPT=0) and the command
 # leads a session of its own, with no controlling terminal: a driver that

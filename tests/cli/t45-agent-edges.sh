@@ -98,7 +98,7 @@ MD
 	one_loop "$R" ask.md "max_iterations: 1"
 	commit_all "$R"
 	cd "$R"
-	run timeout 60 script -qec "'$AILOOP' run --quiet 'ask me'" /dev/null
+	run timeout -k 5 60 script -qec "'$AILOOP' run --quiet 'ask me'" /dev/null
 	expect_eq "$(run_status)" error "an agent asking on the terminal: the run ends in an agent error"
 	expect_in "$out" "actuator" "the agent is named"
 	expect_in "$(cat .ai-loop/runs/run_*/nodes/fix/logs/actuator.log)" "No such device or address" \
