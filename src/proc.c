@@ -407,12 +407,7 @@ static void check_exit(struct child *c, int64_t now)
 	c->drain_until = now + 2000;
 }
 
-/*
- * Waits (at most 2 s) until nothing is left of a killed group. ailoop is a
- * child subreaper, so the group's orphans become its children as their
- * parents die, and are reaped here rather than left to a PID 1 that may
- * not reap: when this returns, no process of the agent can touch the tree.
- */
+/* (proc.h) When this returns, no process of the agent can touch the tree. */
 void al_proc_reap_group(pid_t pgid)
 {
 	int64_t until = al_now_ms() + 2000;
