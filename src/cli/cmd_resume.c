@@ -1,6 +1,7 @@
 #include "ailoop/cli.h"
 #include "ailoop/exec.h"
 #include "ailoop/fsutil.h"
+#include "ailoop/history.h"
 #include "ailoop/proc.h"
 #include "ailoop/sha256.h"
 #include "ailoop/signals.h"
@@ -212,6 +213,52 @@ static int checkout_for(struct al_git *git, const char *branch, const char *id,
  * have recorded a branch it never made: then nothing was committed yet, and
  * the branch is made where the run started.
  */
+struct run_start {
+	const char *run_id;
+	char oid[AL_OID_HEX];
+};
+
+/* The commit the run started on (its [run-start]): stops the walk there. */
+static int find_run_start(const char *oid, const char *message, int64_t time, void *data)
+{
+	struct run_start *start = data;
+	struct al_iteration it;
+	int stop = 0;
+
+	(void)time;
+	if (al_iteration_parse(&it, message)) {
+		stop = al_iteration_starts_run(&it) &&
+		       (!it.run_id || !strcmp(it.run_id, start->run_id));
+		if (stop)
+			snprintf(start->oid, sizeof(start->oid), "%s", oid);
+		al_iteration_release(&it);
+	}
+	return stop;
+}
+
+/*
+ * The run's flow is gone from the work tree (an agent's doing): where git
+ * still has it, at HEAD, or else (its deletion committed with the step)
+ * in the commit the run started on, and how to restore it.
+ */
+static void flow_advice(struct al_git *git, const struct al_run *run)
+{
+	struct run_start start = { .run_id = run->st.run_id, .oid = "" };
+	struct al_strbuf text = AL_STRBUF_INIT;
+	const char *rev = "HEAD";
+
+	if (al_git_read(git, rev, run->st.flow, &text) < 0) {
+		al_git_walk(git, "HEAD", NULL, find_run_start, &start);
+		rev = *start.oid && al_git_read(git, start.oid, run->st.flow, &text) == 0 ? start.oid
+											  : NULL;
+	}
+	if (rev)
+		fprintf(stderr, "ailoop: the run's flow is in %s: git checkout %s -- %s && "
+			"ailoop resume %s\n", rev == start.oid ? "the commit it started on" :
+			"its last commit", rev, run->st.flow, run->st.run_id);
+	al_strbuf_release(&text);
+}
+
 static int enter_branch(struct al_git *git, const struct al_run *run)
 {
 	char *current = NULL;
@@ -335,8 +382,11 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
 	}
-	if ((code = al_cli_load_flow(run->st.flow, &diags, &flow)) != 0)
+	if ((code = al_cli_load_flow(run->st.flow, &diags, &flow)) != 0) {
+		if (code == AL_EXIT_NOINPUT && !al_file_exists(run->st.flow))
+			flow_advice(git, run);
 		goto done;
+	}
 	al_sha256_hex(flow->text, flow->text_len, sha);
 	if (run->st.flow_sha256 && strcmp(sha, run->st.flow_sha256)) {
 		bool limits_only = run->st.flow_sha256_except_limits &&

@@ -154,4 +154,47 @@ run "$AILOOP" resume --force
 expect_rc 0 "the restored run finishes"
 expect_eq "$(cat todo.txt)" "" "with every item fixed"
 
+# --- an agent deletes the flow alone: the resume says where it is --------------------------
+R=$TEST_TMP/noflow
+loop_repo "$R" a
+cat >"$R/.ai-loop/agents/noflow.md" <<MD
+---
+name: noflow
+command: '[ -e "$TEST_TMP/noflow.once" ] || { touch "$TEST_TMP/noflow.once"; rm .ai-loop/flow.yaml; exit 1; }; sh .ai-loop/agents/fix.sh'
+---
+MD
+one_loop "$R" noflow.md
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix"
+expect_rc 1 "an agent that deleted the flow failed"
+run_id=$("$AILOOP" status --json | jq -r .run_id)
+run "$AILOOP" resume "$run_id"
+expect_rc 66 "the resume without its flow: exit 66"
+# (the step's error was committed with the deletion: the flow is where the run started)
+start=$(git log --format=%H --grep='^\[run-start\] true' -1)
+expect_in "$err" "the run's flow is in the commit it started on: git checkout $start -- .ai-loop/flow.yaml && ailoop resume $run_id" \
+	"it says where git has the flow, and how to restore it"
+restore=$(printf '%s\n' "$err" | grep -o 'git checkout .* &&' | sed 's/ &&$//')
+eval "$restore"
+expect_eq "$(git status --porcelain -- .ai-loop/flow.yaml)" "A  .ai-loop/flow.yaml" "followed, it brings the flow back"
+run "$AILOOP" resume "$run_id"
+expect_rc 0 "the flow restored, the resume completes"
+expect_eq "$(cat todo.txt)" "" "with every item fixed"
+# the flow deleted after the step's commit: HEAD has it
+R=$TEST_TMP/noflow-head
+loop_repo "$R" a
+sed "s|noflow.once|noflow-head.once|; s|rm .ai-loop/flow.yaml; ||" "$TEST_TMP/noflow/.ai-loop/agents/noflow.md" \
+	>"$R/.ai-loop/agents/noflow.md"
+one_loop "$R" noflow.md
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix"
+expect_rc 1 "an agent that failed once"
+rm .ai-loop/flow.yaml
+run "$AILOOP" resume "$("$AILOOP" status --json | jq -r .run_id)"
+expect_rc 66 "the resume without its flow, which HEAD has: exit 66"
+expect_in "$err" "the run's flow is in its last commit: git checkout HEAD -- .ai-loop/flow.yaml" \
+	"it says HEAD has the flow"
+
 finish
