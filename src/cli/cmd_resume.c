@@ -208,11 +208,6 @@ static int checkout_for(struct al_git *git, const char *branch, const char *id,
 	return rc;
 }
 
-/*
- * Checks out the run's branch. A run killed right after it started may
- * have recorded a branch it never made: then nothing was committed yet, and
- * the branch is made where the run started.
- */
 struct run_start {
 	const char *run_id;
 	char oid[AL_OID_HEX];
@@ -259,6 +254,11 @@ static void flow_advice(struct al_git *git, const struct al_run *run)
 	al_strbuf_release(&text);
 }
 
+/*
+ * Checks out the run's branch. A run killed right after it started may
+ * have recorded a branch it never made: then nothing was committed yet, and
+ * the branch is made where the run started.
+ */
 static int enter_branch(struct al_git *git, const struct al_run *run)
 {
 	char *current = NULL;
