@@ -88,6 +88,18 @@ struct al_flow;
  */
 int al_cli_load_flow(const char *flow_arg, struct al_diags *diags, struct al_flow **out);
 
+struct al_git;
+struct al_strbuf;
+/*
+ * The paths under `dir` in the tree of `rev` that the work tree lost, but
+ * `skip`, each after a space: one gone whole (a directory with all it
+ * held) is named once; below a directory still there, what it lost. With
+ * `named_in` (a flow's text), only the paths it names, or a directory of
+ * one.
+ */
+void al_cli_lost(struct al_git *g, const char *rev, const char *dir, const char *skip,
+		 const char *named_in, struct al_strbuf *paths);
+
 /* How to recover a run whose state files are damaged (on stderr). */
 void al_cli_damage_advice(const char *run_dir, const char *run_id);
 

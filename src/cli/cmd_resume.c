@@ -232,26 +232,53 @@ static int find_run_start(const char *oid, const char *message, int64_t time, vo
 }
 
 /*
- * The run's flow is gone from the work tree (an agent's doing): where git
- * still has it, at HEAD, or else (its deletion committed with the step)
- * in the commit the run started on, and how to restore it.
+ * What of the run's flow and the files it names the work tree lost under
+ * `rev`, each after a space (the flow's own text says what it names; gone
+ * itself, all that .ai-loop lost counts).
  */
-static void flow_advice(struct al_git *git, const struct al_run *run)
+static void lost_definitions(struct al_git *git, const char *rev, const char *flow,
+			     struct al_strbuf *lost)
+{
+	struct al_strbuf text = AL_STRBUF_INIT, old = AL_STRBUF_INIT;
+	bool flow_gone = al_strbuf_read_file(&text, flow, 0) < 0;
+
+	/* one outside .ai-loop (--flow) */
+	if (flow_gone && !al_starts_with(flow, ".ai-loop/") && al_git_read(git, rev, flow, &old) == 0)
+		al_strbuf_addf(lost, " %s", flow);
+	al_cli_lost(git, rev, ".ai-loop", AL_RUNS_DIR, flow_gone ? NULL : text.buf ? text.buf : "",
+		    lost);
+	al_strbuf_release(&old);
+	al_strbuf_release(&text);
+}
+
+/*
+ * The run's flow, or a file it names, is gone from the work tree (an
+ * agent's doing): where git still has it, at HEAD, or else (its deletion
+ * committed with the step) in the commit the run started on, and how to
+ * restore it.
+ */
+static void lost_advice(struct al_git *git, const struct al_run *run)
 {
 	struct run_start start = { .run_id = run->st.run_id, .oid = "" };
-	struct al_strbuf text = AL_STRBUF_INIT;
+	struct al_strbuf lost = AL_STRBUF_INIT, flow = AL_STRBUF_INIT;
 	const char *rev = "HEAD";
+	bool flow_gone = !al_file_exists(run->st.flow);
 
-	if (al_git_read(git, rev, run->st.flow, &text) < 0) {
+	lost_definitions(git, rev, run->st.flow, &lost);
+	if (!lost.len || (flow_gone && al_git_read(git, rev, run->st.flow, &flow) < 0)) {
+		al_strbuf_reset(&lost);
 		al_git_walk(git, "HEAD", NULL, find_run_start, &start);
-		rev = *start.oid && al_git_read(git, start.oid, run->st.flow, &text) == 0 ? start.oid
-											  : NULL;
+		rev = *start.oid ? start.oid : NULL;
+		if (rev)
+			lost_definitions(git, rev, run->st.flow, &lost);
 	}
-	if (rev)
-		fprintf(stderr, "ailoop: the run's flow is in %s: git checkout %s -- %s && "
-			"ailoop resume %s\n", rev == start.oid ? "the commit it started on" :
-			"its last commit", rev, run->st.flow, run->st.run_id);
-	al_strbuf_release(&text);
+	if (lost.len)
+		fprintf(stderr, "ailoop: the run's %s in %s: git checkout %s --%s && "
+			"ailoop resume %s\n", flow_gone ? "flow is" : "files the flow names are",
+			rev == start.oid ? "the commit it started on" : "its last commit", rev,
+			lost.buf, run->st.run_id);
+	al_strbuf_release(&flow);
+	al_strbuf_release(&lost);
 }
 
 /*
@@ -383,8 +410,7 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 		goto done;
 	}
 	if ((code = al_cli_load_flow(run->st.flow, &diags, &flow)) != 0) {
-		if (code == AL_EXIT_NOINPUT && !al_file_exists(run->st.flow))
-			flow_advice(git, run);
+		lost_advice(git, run);
 		goto done;
 	}
 	al_sha256_hex(flow->text, flow->text_len, sha);

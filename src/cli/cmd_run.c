@@ -232,25 +232,6 @@ static int count_run_commits(const char *oid, const char *message, int64_t time,
 	return stop;
 }
 
-/* The entries of `dir` in the last commit that the work tree lost, but `skip`, after spaces. */
-static void lost_in(struct al_git *g, const char *dir, const char *skip, struct al_strbuf *paths)
-{
-	char **names = NULL;
-	size_t n = 0;
-
-	if (al_git_ls(g, "HEAD", dir, &names, &n) < 0)
-		n = 0;
-	for (size_t i = 0; i < n; i++) {
-		char *path = al_xprintf("%s/%s", dir, names[i]);
-		struct stat st;
-
-		if (strcmp(path, skip) && lstat(path, &st) < 0 && errno == ENOENT)
-			al_strbuf_addf(paths, " %s", path);
-		free(path);
-	}
-	al_strv_free(names, n);
-}
-
 /*
  * What else of .ai-loop the last commit has and the work tree lost (the
  * flow, the agents, the runs' .gitignore: an agent that removed .ai-loop
@@ -262,8 +243,8 @@ static void lost_beside(const char *run_dir, struct al_strbuf *paths)
 
 	if (al_git_open(&g) < 0)
 		return;
-	lost_in(g, ".ai-loop", AL_RUNS_DIR, paths);
-	lost_in(g, AL_RUNS_DIR, run_dir, paths);
+	al_cli_lost(g, "HEAD", ".ai-loop", AL_RUNS_DIR, NULL, paths);
+	al_cli_lost(g, "HEAD", AL_RUNS_DIR, run_dir, NULL, paths);
 	al_git_free(g);
 }
 

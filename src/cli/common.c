@@ -227,3 +227,28 @@ char *al_cli_run_on_branches(struct al_git *git, const char *wanted, bool resuma
 	free(current);
 	return found;
 }
+
+void al_cli_lost(struct al_git *g, const char *rev, const char *dir, const char *skip,
+		 const char *named_in, struct al_strbuf *paths)
+{
+	char **names = NULL;
+	size_t n = 0;
+
+	if (al_git_ls(g, rev, dir, &names, &n) < 0)
+		n = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *path = al_xprintf("%s/%s", dir, names[i]);
+		struct stat st;
+
+		if (skip && !strcmp(path, skip)) {
+			/* not asked for */
+		} else if (lstat(path, &st) == 0) {
+			if (S_ISDIR(st.st_mode))
+				al_cli_lost(g, rev, path, skip, named_in, paths);
+		} else if (errno == ENOENT && (!named_in || strstr(named_in, path))) {
+			al_strbuf_addf(paths, " %s", path);
+		}
+		free(path);
+	}
+	al_strv_free(names, n);
+}

@@ -2,7 +2,8 @@
 # Resume refuses what it cannot continue exactly, says why and what to do,
 # and loses nothing committed: a changed flow (unless --force), a truncated
 # or hand-edited run-state.md, a deleted node directory, an agent that
-# deletes the run directory. Each time the run can then be finished.
+# deletes the run directory, the flow or an agent file the flow names.
+# Each time the run can then be finished.
 . "$(dirname "$0")/lib.sh"
 
 export GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
@@ -184,7 +185,7 @@ expect_eq "$(cat todo.txt)" "" "with every item fixed"
 # the flow deleted after the step's commit: HEAD has it
 R=$TEST_TMP/noflow-head
 loop_repo "$R" a
-sed "s|noflow.once|noflow-head.once|; s|rm .ai-loop/flow.yaml; ||" "$TEST_TMP/noflow/.ai-loop/agents/noflow.md" \
+sed "s|noflow.once|noflow-head.once|g; s|rm .ai-loop/flow.yaml; ||" "$TEST_TMP/noflow/.ai-loop/agents/noflow.md" \
 	>"$R/.ai-loop/agents/noflow.md"
 one_loop "$R" noflow.md
 commit_all "$R"
@@ -196,5 +197,44 @@ run "$AILOOP" resume "$("$AILOOP" status --json | jq -r .run_id)"
 expect_rc 66 "the resume without its flow, which HEAD has: exit 66"
 expect_in "$err" "the run's flow is in its last commit: git checkout HEAD -- .ai-loop/flow.yaml" \
 	"it says HEAD has the flow"
+
+# --- an agent deletes an agent file the flow names: the resume says where it is ---------------
+R=$TEST_TMP/nosensor
+loop_repo "$R" a
+sed "s|noflow.once|nosensor.once|g; s|rm .ai-loop/flow.yaml|rm .ai-loop/agents/sensor.md|" \
+	"$TEST_TMP/noflow/.ai-loop/agents/noflow.md" >"$R/.ai-loop/agents/noflow.md"
+one_loop "$R" noflow.md
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix"
+expect_rc 1 "an agent that deleted the sensor's file failed"
+run_id=$("$AILOOP" status --json | jq -r .run_id)
+run "$AILOOP" resume "$run_id"
+expect_rc 65 "the resume without the sensor's file: exit 65"
+expect_in "$err" ".ai-loop/flow.yaml:6:13: error: agent file '.ai-loop/agents/sensor.md' does not exist" \
+	"the flow's diagnostic names the file"
+start=$(git log --format=%H --grep='^\[run-start\] true' -1)
+expect_in "$err" "the run's files the flow names are in the commit it started on: git checkout $start -- .ai-loop/agents/sensor.md && ailoop resume $run_id" \
+	"it says where git has the file, and only what the flow names"
+restore=$(printf '%s\n' "$err" | grep -o 'git checkout .* &&' | sed 's/ &&$//')
+eval "$restore"
+run "$AILOOP" resume "$run_id"
+expect_rc 0 "the file restored, the resume completes"
+expect_eq "$(cat todo.txt)" "" "with every item fixed"
+# the agents' directory gone after the step's commit: HEAD has it, named once
+R=$TEST_TMP/noagents
+loop_repo "$R" a
+sed "s|noflow.once|noagents.once|g; s|rm .ai-loop/flow.yaml; ||" "$TEST_TMP/noflow/.ai-loop/agents/noflow.md" \
+	>"$R/.ai-loop/agents/noflow.md"
+one_loop "$R" noflow.md
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix"
+expect_rc 1 "an agent that failed once"
+rm -r .ai-loop/agents
+run "$AILOOP" resume "$("$AILOOP" status --json | jq -r .run_id)"
+expect_rc 65 "the resume without the agents' directory, which HEAD has: exit 65"
+expect_in "$err" "the run's files the flow names are in its last commit: git checkout HEAD -- .ai-loop/agents && ailoop resume" \
+	"it says HEAD has the directory"
 
 finish
