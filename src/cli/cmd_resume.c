@@ -231,6 +231,16 @@ static int find_run_start(const char *oid, const char *message, int64_t time, vo
 	return stop;
 }
 
+/* Whether the tree of `rev` has the flow at `flow`. */
+static bool has_flow(struct al_git *git, const char *rev, const char *flow)
+{
+	struct al_strbuf text = AL_STRBUF_INIT;
+	bool has = al_git_read(git, rev, flow, &text) == 0;
+
+	al_strbuf_release(&text);
+	return has;
+}
+
 /*
  * What of the run's flow and the files it names the work tree lost under
  * `rev`, each after a space (the flow's own text says what it names; gone
@@ -239,15 +249,14 @@ static int find_run_start(const char *oid, const char *message, int64_t time, vo
 static void lost_definitions(struct al_git *git, const char *rev, const char *flow,
 			     struct al_strbuf *lost)
 {
-	struct al_strbuf text = AL_STRBUF_INIT, old = AL_STRBUF_INIT;
+	struct al_strbuf text = AL_STRBUF_INIT;
 	bool flow_gone = al_strbuf_read_file(&text, flow, 0) < 0;
 
 	/* one outside .ai-loop (--flow) */
-	if (flow_gone && !al_starts_with(flow, ".ai-loop/") && al_git_read(git, rev, flow, &old) == 0)
+	if (flow_gone && !al_starts_with(flow, ".ai-loop/") && has_flow(git, rev, flow))
 		al_strbuf_addf(lost, " %s", flow);
 	al_cli_lost(git, rev, ".ai-loop", AL_RUNS_DIR, flow_gone ? NULL : text.buf ? text.buf : "",
 		    lost);
-	al_strbuf_release(&old);
 	al_strbuf_release(&text);
 }
 
@@ -260,24 +269,24 @@ static void lost_definitions(struct al_git *git, const char *rev, const char *fl
 static void lost_advice(struct al_git *git, const struct al_run *run)
 {
 	struct run_start start = { .run_id = run->st.run_id, .oid = "" };
-	struct al_strbuf lost = AL_STRBUF_INIT, flow = AL_STRBUF_INIT;
-	const char *rev = "HEAD";
-	bool flow_gone = !al_file_exists(run->st.flow);
+	struct al_strbuf lost = AL_STRBUF_INIT;
+	const char *rev = "HEAD", *flow = run->st.flow;
+	bool flow_gone = !al_file_exists(flow);
 
-	lost_definitions(git, rev, run->st.flow, &lost);
-	if (!lost.len || (flow_gone && al_git_read(git, rev, run->st.flow, &flow) < 0)) {
+	lost_definitions(git, rev, flow, &lost);
+	if (!lost.len || (flow_gone && !has_flow(git, rev, flow))) {
 		al_strbuf_reset(&lost);
 		al_git_walk(git, "HEAD", NULL, find_run_start, &start);
 		rev = *start.oid ? start.oid : NULL;
 		if (rev)
-			lost_definitions(git, rev, run->st.flow, &lost);
+			lost_definitions(git, rev, flow, &lost);
 	}
-	if (lost.len)
+	/* a flow git does not have cannot be restored, and the rest is of no use without it */
+	if (lost.len && (!flow_gone || has_flow(git, rev, flow)))
 		fprintf(stderr, "ailoop: the run's %s in %s: git checkout %s --%s && "
 			"ailoop resume %s\n", flow_gone ? "flow is" : "files the flow names are",
 			rev == start.oid ? "the commit it started on" : "its last commit", rev,
 			lost.buf, run->st.run_id);
-	al_strbuf_release(&flow);
 	al_strbuf_release(&lost);
 }
 

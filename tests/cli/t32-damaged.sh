@@ -198,6 +198,22 @@ expect_rc 66 "the resume without its flow, which HEAD has: exit 66"
 expect_in "$err" "the run's flow is in its last commit: git checkout HEAD -- .ai-loop/flow.yaml" \
 	"it says HEAD has the flow"
 
+# a flow git never had (ignored), gone with an agent file git has: the
+# flow cannot be restored, so no advice restores the rest alone
+R=$TEST_TMP/noflow-ignored
+loop_repo "$R" a
+sed "s|noflow.once|noflow-ignored.once|g; s|rm .ai-loop/flow.yaml|rm .ai-loop/flow.yaml .ai-loop/agents/sensor.md|" \
+	"$TEST_TMP/noflow/.ai-loop/agents/noflow.md" >"$R/.ai-loop/agents/noflow.md"
+one_loop "$R" noflow.md
+echo .ai-loop/flow.yaml >>"$R/.git/info/exclude"
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix"
+expect_rc 1 "an agent that deleted an ignored flow and the sensor's file failed"
+run "$AILOOP" resume "$("$AILOOP" status --json | jq -r .run_id)"
+expect_rc 66 "the resume without a flow git never had: exit 66"
+expect_not_in "$err" "git checkout" "no advice names a flow git does not have"
+
 # --- an agent deletes an agent file the flow names: the resume says where it is ---------------
 R=$TEST_TMP/nosensor
 loop_repo "$R" a
