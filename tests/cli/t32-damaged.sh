@@ -182,16 +182,27 @@ expect_eq "$(git status --porcelain -- .ai-loop/flow.yaml)" "A  .ai-loop/flow.ya
 run "$AILOOP" resume "$run_id"
 expect_rc 0 "the flow restored, the resume completes"
 expect_eq "$(cat todo.txt)" "" "with every item fixed"
+# variant NAME EDIT: in $TEST_TMP/NAME ($R), a one-level loop whose actuator
+# is the noflow agent above edited by sed EDIT, with a once-file of its own
+variant() {
+	R=$TEST_TMP/$1
+	loop_repo "$R" a
+	sed "s|noflow.once|$1.once|g; $2" "$TEST_TMP/noflow/.ai-loop/agents/noflow.md" \
+		>"$R/.ai-loop/agents/noflow.md"
+	one_loop "$R" noflow.md
+}
+
+# fails_once WHAT: $R committed, its run fails at the actuator's first try
+fails_once() {
+	commit_all "$R"
+	cd "$R"
+	run "$AILOOP" run "fix"
+	expect_rc 1 "$1"
+}
+
 # the flow deleted after the step's commit: HEAD has it
-R=$TEST_TMP/noflow-head
-loop_repo "$R" a
-sed "s|noflow.once|noflow-head.once|g; s|rm .ai-loop/flow.yaml; ||" "$TEST_TMP/noflow/.ai-loop/agents/noflow.md" \
-	>"$R/.ai-loop/agents/noflow.md"
-one_loop "$R" noflow.md
-commit_all "$R"
-cd "$R"
-run "$AILOOP" run "fix"
-expect_rc 1 "an agent that failed once"
+variant noflow-head "s|rm .ai-loop/flow.yaml; ||"
+fails_once "an agent that failed once"
 rm .ai-loop/flow.yaml
 run "$AILOOP" resume "$("$AILOOP" status --json | jq -r .run_id)"
 expect_rc 66 "the resume without its flow, which HEAD has: exit 66"
@@ -200,30 +211,16 @@ expect_in "$err" "the run's flow is in its last commit: git checkout HEAD -- .ai
 
 # a flow git never had (ignored), gone with an agent file git has: the
 # flow cannot be restored, so no advice restores the rest alone
-R=$TEST_TMP/noflow-ignored
-loop_repo "$R" a
-sed "s|noflow.once|noflow-ignored.once|g; s|rm .ai-loop/flow.yaml|rm .ai-loop/flow.yaml .ai-loop/agents/sensor.md|" \
-	"$TEST_TMP/noflow/.ai-loop/agents/noflow.md" >"$R/.ai-loop/agents/noflow.md"
-one_loop "$R" noflow.md
+variant noflow-ignored "s|rm .ai-loop/flow.yaml|rm .ai-loop/flow.yaml .ai-loop/agents/sensor.md|"
 echo .ai-loop/flow.yaml >>"$R/.git/info/exclude"
-commit_all "$R"
-cd "$R"
-run "$AILOOP" run "fix"
-expect_rc 1 "an agent that deleted an ignored flow and the sensor's file failed"
+fails_once "an agent that deleted an ignored flow and the sensor's file failed"
 run "$AILOOP" resume "$("$AILOOP" status --json | jq -r .run_id)"
 expect_rc 66 "the resume without a flow git never had: exit 66"
 expect_not_in "$err" "git checkout" "no advice names a flow git does not have"
 
 # --- an agent deletes an agent file the flow names: the resume says where it is ---------------
-R=$TEST_TMP/nosensor
-loop_repo "$R" a
-sed "s|noflow.once|nosensor.once|g; s|rm .ai-loop/flow.yaml|rm .ai-loop/agents/sensor.md|" \
-	"$TEST_TMP/noflow/.ai-loop/agents/noflow.md" >"$R/.ai-loop/agents/noflow.md"
-one_loop "$R" noflow.md
-commit_all "$R"
-cd "$R"
-run "$AILOOP" run "fix"
-expect_rc 1 "an agent that deleted the sensor's file failed"
+variant nosensor "s|rm .ai-loop/flow.yaml|rm .ai-loop/agents/sensor.md|"
+fails_once "an agent that deleted the sensor's file failed"
 run_id=$("$AILOOP" status --json | jq -r .run_id)
 run "$AILOOP" resume "$run_id"
 expect_rc 65 "the resume without the sensor's file: exit 65"
@@ -238,15 +235,8 @@ run "$AILOOP" resume "$run_id"
 expect_rc 0 "the file restored, the resume completes"
 expect_eq "$(cat todo.txt)" "" "with every item fixed"
 # the agents' directory gone after the step's commit: HEAD has it, named once
-R=$TEST_TMP/noagents
-loop_repo "$R" a
-sed "s|noflow.once|noagents.once|g; s|rm .ai-loop/flow.yaml; ||" "$TEST_TMP/noflow/.ai-loop/agents/noflow.md" \
-	>"$R/.ai-loop/agents/noflow.md"
-one_loop "$R" noflow.md
-commit_all "$R"
-cd "$R"
-run "$AILOOP" run "fix"
-expect_rc 1 "an agent that failed once"
+variant noagents "s|rm .ai-loop/flow.yaml; ||"
+fails_once "an agent that failed once"
 rm -r .ai-loop/agents
 run "$AILOOP" resume "$("$AILOOP" status --json | jq -r .run_id)"
 expect_rc 65 "the resume without the agents' directory, which HEAD has: exit 65"
