@@ -10,7 +10,9 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -193,7 +195,28 @@ void al_run_free(struct al_run *run)
 	free(run);
 }
 
-char *al_run_lock_holder(const char *dir)
+/*
+ * Whether `holder`, a lock's "ailoop pid N on HOST...", names a process of
+ * this host that is gone. Its flock can outlive it for a moment: a child
+ * it was starting holds the descriptor until its exec closes it, and a
+ * parallel child until the parent's death reaches it (PR_SET_PDEATHSIG).
+ */
+static bool holder_gone(const char *holder)
+{
+	char host[256] = "localhost", named[256];
+	long pid;
+
+	if (sscanf(holder, "ailoop pid %ld on %255[^,\n]", &pid, named) != 2 || pid <= 0)
+		return false;
+	gethostname(host, sizeof(host) - 1);
+	return !strcmp(named, host) && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+/* How long the lock a gone holder left is waited for. */
+#define HOLDER_GONE_WAIT_MS 5000
+
+/* What the lock of run directory `dir` names while it is held, or NULL. */
+static char *lock_named(const char *dir)
 {
 	struct al_strbuf path = AL_STRBUF_INIT, who = AL_STRBUF_INIT;
 	int fd;
@@ -210,6 +233,17 @@ char *al_run_lock_holder(const char *dir)
 		close(fd);
 	al_strbuf_release(&path);
 	al_strbuf_release(&who);
+	return holder;
+}
+
+char *al_run_lock_holder(const char *dir)
+{
+	char *holder = lock_named(dir);
+
+	if (holder && holder_gone(holder)) { /* what it left lets go in a moment */
+		free(holder);
+		holder = NULL;
+	}
 	return holder;
 }
 
@@ -260,13 +294,24 @@ int al_run_lock(struct al_run *run)
 	if ((rc = al_refuse_symlink(".ai-loop")) < 0 || (rc = al_refuse_symlink(AL_RUNS_DIR)) < 0 ||
 	    (rc = al_refuse_symlink(run->dir)) < 0)
 		goto done;
-	rc = take_lock(path.buf, &fd);
-	if (rc == AL_ELOCKED) {
-		char *holder = al_run_lock_holder(run->dir);
+	for (int64_t until = al_now_ms() + HOLDER_GONE_WAIT_MS;
+	     (rc = take_lock(path.buf, &fd)) == AL_ELOCKED;) {
+		struct timespec ms = { 0, 10000000 };
+		char *holder = lock_named(run->dir);
 
-		rc = al_err(AL_ELOCKED, "run %s is locked by %s", run->st.run_id,
-			    holder ? holder : "another process");
+		if (!holder || !holder_gone(holder) || al_now_ms() >= until) {
+			if (holder && holder_gone(holder))
+				rc = al_err(AL_ELOCKED, "run %s is locked by %s, which is gone: a "
+					    "process it started holds the lock ('fuser -v %s' names "
+					    "it)", run->st.run_id, holder, path.buf);
+			else
+				rc = al_err(AL_ELOCKED, "run %s is locked by %s", run->st.run_id,
+					    holder ? holder : "another process");
+			free(holder);
+			break;
+		}
 		free(holder);
+		nanosleep(&ms, NULL);
 	}
 	if (rc < 0)
 		goto done;
@@ -328,12 +373,16 @@ static int write_holder(int fd, const char *run_id)
 int al_worktree_lock(int *fd, const char *git_dir)
 {
 	struct al_strbuf path = AL_STRBUF_INIT, who = AL_STRBUF_INIT;
+	int64_t until = al_now_ms() + HOLDER_GONE_WAIT_MS;
 	int rc = 0;
 
 	*fd = -1;
 	al_strbuf_addf(&path, "%sailoop.lock", git_dir);
-	/* the holder writes its name just after it locks: wait for it briefly */
-	for (int attempt = 0; attempt < 100; attempt++) {
+	/*
+	 * The holder writes its name just after it locks: wait for it briefly;
+	 * and for the lock a gone holder left a moment longer (holder_gone).
+	 */
+	for (int attempt = 0;; attempt++) {
 		struct timespec ms = { 0, 10000000 };
 		int lfd = open(path.buf, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 
@@ -359,12 +408,16 @@ int al_worktree_lock(int *fd, const char *git_dir)
 		al_strbuf_reset(&who);
 		if (al_strbuf_read_file(&who, path.buf, 4096) == 0)
 			al_strbuf_rtrim(&who);
-		if (who.len)
+		if (who.len ? !holder_gone(who.buf) || al_now_ms() >= until : attempt >= 100)
 			break;
 		nanosleep(&ms, NULL);
 	}
-	rc = al_err(AL_ELOCKED, "the work tree is locked by %s",
-		    who.len ? who.buf : "another process");
+	if (who.len && holder_gone(who.buf))
+		rc = al_err(AL_ELOCKED, "the work tree is locked by %s, which is gone: a process "
+			    "it started holds the lock ('fuser -v %s' names it)", who.buf, path.buf);
+	else
+		rc = al_err(AL_ELOCKED, "the work tree is locked by %s",
+			    who.len ? who.buf : "another process");
 done:
 	al_strbuf_release(&path);
 	al_strbuf_release(&who);

@@ -52,7 +52,11 @@ void al_run_unlock(struct al_run *run);
  * held: then so were its other untracked files (an agent's `git clean -x`).
  */
 bool al_run_files_gone(const struct al_run *run);
-/* Who holds the lock of run directory `dir`, or NULL if nobody. Caller frees. */
+/*
+ * Who holds the lock of run directory `dir`, or NULL if nobody (or an
+ * ailoop of this host that is gone: what it left holding the lock lets go
+ * in a moment, and al_run_lock() waits for it). Caller frees.
+ */
 char *al_run_lock_holder(const char *dir);
 
 /*

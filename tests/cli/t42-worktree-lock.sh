@@ -184,6 +184,55 @@ expect_eq "$(cat "$TEST_TMP/outside")" "keep" "the link's target is not written"
 [ ! -e .ai-loop/runs ] && pass || fail "nothing written through a linked lock"
 rm .git/ailoop.lock
 
+# --- a lock its named holder, gone, left held: a process it was starting holds it -------
+# (killed as it started an agent, ailoop leaves the child holding the lock
+# until its exec closes it; a parallel child, until the parent's death
+# reaches it): waited for a moment, then named for what it is
+gone_holder() { # SECONDS [LOCK]: holds LOCK that long, in the name of a gone ailoop
+	local dead lock=${2:-.git/ailoop.lock}
+	dead=$(sh -c 'echo $$')
+	sh -c 'exec 9>>"$3"; flock -x 9; printf "ailoop pid %s on %s, run run_x\n" "$1" "$(hostname)" >"$3"; exec sleep "$2"' \
+		sh "$dead" "$1" "$lock" &
+	holder=$!
+	i=0
+	until grep -q "^ailoop pid $dead " "$lock" 2>/dev/null || [ $i -ge 100 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+gated_repo gone
+gone_holder 1
+run "$AILOOP" run "fix all"
+expect_rc 0 "a lock a gone holder's leftover let go of within a second: the run waits, then runs"
+expect_eq "$(cat todo.txt)" "" "and does its work"
+wait "$holder"
+gated_repo gone-long
+gone_holder 30
+run "$AILOOP" run "fix all"
+expect_rc 75 "a lock a gone holder's leftover keeps: exit 75"
+expect_in "$err" ", which is gone: a process it started holds the lock ('fuser -v " \
+	"it says the holder is gone and how to find what holds the lock"
+[ ! -e .ai-loop/runs ] && pass || fail "nothing written while the leftover holds the lock"
+kill "$holder"
+wait "$holder" 2>/dev/null
+run "$AILOOP" run "fix all"
+expect_rc 0 "once it is gone, the run runs"
+# the same for a run's own lock, at its resume
+gated_repo gone-run
+touch "$GATE"
+rm -f "$STARTED"
+"$AILOOP" run "fix all" >/dev/null 2>&1 &
+pid=$!
+wait_for "$STARTED"
+kill -INT "$pid"
+wait "$pid" 2>/dev/null
+rm -f "$GATE"
+gone_holder 1 ".ai-loop/runs/$(ls .ai-loop/runs | grep '^run_')/lock"
+run "$AILOOP" resume
+expect_rc 0 "a run's lock a gone holder's leftover let go of within a second: the resume waits, then runs"
+expect_eq "$(cat todo.txt)" "" "and the run is done"
+wait "$holder"
+
 # --- stderr closed: ailoop's messages go nowhere, not into the lock it holds ----------------
 # (the first file opened would take descriptor 2: the work tree's lock,
 # which `status` reads for its holder)
