@@ -215,6 +215,20 @@ static bool holder_gone(const char *holder)
 /* How long the lock a gone holder left is waited for. */
 #define HOLDER_GONE_WAIT_MS 5000
 
+/*
+ * The refusal of a lock held by `holder` (NULL: a process that names
+ * nobody), for `what` and `id` ("run " and its id, or "the work tree").
+ */
+static int locked(const char *what, const char *id, const char *holder, const char *path)
+{
+	if (holder && holder_gone(holder))
+		return al_err(AL_ELOCKED, "%s%s is locked by %s, which is gone: a process it "
+			      "started holds the lock ('fuser -v %s' names it)", what, id, holder,
+			      path);
+	return al_err(AL_ELOCKED, "%s%s is locked by %s", what, id,
+		      holder ? holder : "another process");
+}
+
 /* What the lock of run directory `dir` names while it is held, or NULL. */
 static char *lock_named(const char *dir)
 {
@@ -300,13 +314,7 @@ int al_run_lock(struct al_run *run)
 		char *holder = lock_named(run->dir);
 
 		if (!holder || !holder_gone(holder) || al_now_ms() >= until) {
-			if (holder && holder_gone(holder))
-				rc = al_err(AL_ELOCKED, "run %s is locked by %s, which is gone: a "
-					    "process it started holds the lock ('fuser -v %s' names "
-					    "it)", run->st.run_id, holder, path.buf);
-			else
-				rc = al_err(AL_ELOCKED, "run %s is locked by %s", run->st.run_id,
-					    holder ? holder : "another process");
+			rc = locked("run ", run->st.run_id, holder, path.buf);
 			free(holder);
 			break;
 		}
@@ -412,12 +420,7 @@ int al_worktree_lock(int *fd, const char *git_dir)
 			break;
 		nanosleep(&ms, NULL);
 	}
-	if (who.len && holder_gone(who.buf))
-		rc = al_err(AL_ELOCKED, "the work tree is locked by %s, which is gone: a process "
-			    "it started holds the lock ('fuser -v %s' names it)", who.buf, path.buf);
-	else
-		rc = al_err(AL_ELOCKED, "the work tree is locked by %s",
-			    who.len ? who.buf : "another process");
+	rc = locked("the work tree", "", who.len ? who.buf : NULL, path.buf);
 done:
 	al_strbuf_release(&path);
 	al_strbuf_release(&who);

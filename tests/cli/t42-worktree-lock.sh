@@ -41,6 +41,18 @@ gated_repo() {
 	cd "$R"
 }
 
+# paused_run TASK: a run of TASK here, paused (SIGINT) while its agent works
+paused_run() {
+	local pid
+	touch "$GATE"
+	rm -f "$STARTED"
+	"$AILOOP" run "$1" >/dev/null 2>&1 &
+	pid=$!
+	wait_for "$STARTED"
+	kill -INT "$pid"
+	wait "$pid" 2>/dev/null
+}
+
 # --- two runs started together: one runs, the other is refused untouched -------------
 for trial in 1 2 3 4 5 6 7 8 9 10; do
 	gated_repo race$trial
@@ -88,13 +100,7 @@ expect_eq "$rc" 0 "the live run finishes"
 
 # --- resume OTHER-ID while a run is live: refused, nothing checked out ----------------
 gated_repo other
-touch "$GATE"
-rm -f "$STARTED"
-"$AILOOP" run "first task" >/dev/null 2>&1 &
-pid=$!
-wait_for "$STARTED"
-kill -INT "$pid"
-wait "$pid" 2>/dev/null
+paused_run "first task"
 first_id=$(ls .ai-loop/runs | grep '^run_')
 first_branch=$(git branch --show-current)
 git stash -q -u
@@ -123,13 +129,7 @@ expect_eq "$(git branch --show-current)" "$first_branch" "on the resumed run's b
 # --- two resumes started together: one resumes, the other is refused -----------------
 for trial in 1 2 3; do
 	gated_repo resume$trial
-	touch "$GATE"
-	rm -f "$STARTED"
-	"$AILOOP" run "fix all" >/dev/null 2>&1 &
-	pid=$!
-	wait_for "$STARTED"
-	kill -INT "$pid"
-	wait "$pid" 2>/dev/null
+	paused_run "fix all"
 	git stash -q -u
 	git checkout -q main
 	rm -f "$STARTED"
@@ -219,13 +219,7 @@ run "$AILOOP" run "fix all"
 expect_rc 0 "once it is gone, the run runs"
 # the same for a run's own lock, at its resume
 gated_repo gone-run
-touch "$GATE"
-rm -f "$STARTED"
-"$AILOOP" run "fix all" >/dev/null 2>&1 &
-pid=$!
-wait_for "$STARTED"
-kill -INT "$pid"
-wait "$pid" 2>/dev/null
+paused_run "fix all"
 rm -f "$GATE"
 gone_holder 1 ".ai-loop/runs/$(ls .ai-loop/runs | grep '^run_')/lock"
 run "$AILOOP" resume
