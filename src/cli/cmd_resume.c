@@ -243,21 +243,16 @@ static bool has_flow(struct al_git *git, const char *rev, const char *flow)
 
 /*
  * What of the run's flow and the files it names the work tree lost under
- * `rev`, each after a space (the flow's own text says what it names; gone
- * itself, all that .ai-loop lost counts).
+ * `rev`, each after a space: the paths `named_in` (the flow's text) names,
+ * or with the flow gone (NULL), the flow and all that .ai-loop lost.
  */
 static void lost_definitions(struct al_git *git, const char *rev, const char *flow,
-			     struct al_strbuf *lost)
+			     const char *named_in, struct al_strbuf *lost)
 {
-	struct al_strbuf text = AL_STRBUF_INIT;
-	bool flow_gone = al_strbuf_read_file(&text, flow, 0) < 0;
-
 	/* one outside .ai-loop (--flow) */
-	if (flow_gone && !al_starts_with(flow, ".ai-loop/") && has_flow(git, rev, flow))
+	if (!named_in && !al_starts_with(flow, ".ai-loop/") && has_flow(git, rev, flow))
 		al_strbuf_addf(lost, " %s", flow);
-	al_cli_lost(git, rev, ".ai-loop", AL_RUNS_DIR, flow_gone ? NULL : text.buf ? text.buf : "",
-		    lost);
-	al_strbuf_release(&text);
+	al_cli_lost(git, rev, ".ai-loop", AL_RUNS_DIR, named_in, lost);
 }
 
 /*
@@ -269,17 +264,18 @@ static void lost_definitions(struct al_git *git, const char *rev, const char *fl
 static void lost_advice(struct al_git *git, const struct al_run *run)
 {
 	struct run_start start = { .run_id = run->st.run_id, .oid = "" };
-	struct al_strbuf lost = AL_STRBUF_INIT;
-	const char *rev = "HEAD", *flow = run->st.flow;
-	bool flow_gone = !al_file_exists(flow);
+	struct al_strbuf lost = AL_STRBUF_INIT, text = AL_STRBUF_INIT;
+	const char *rev = "HEAD", *flow = run->st.flow, *named_in;
+	bool flow_gone = al_strbuf_read_file(&text, flow, 0) < 0;
 
-	lost_definitions(git, rev, flow, &lost);
+	named_in = flow_gone ? NULL : text.buf ? text.buf : "";
+	lost_definitions(git, rev, flow, named_in, &lost);
 	if (!lost.len || (flow_gone && !has_flow(git, rev, flow))) {
 		al_strbuf_reset(&lost);
 		al_git_walk(git, "HEAD", NULL, find_run_start, &start);
 		rev = *start.oid ? start.oid : NULL;
 		if (rev)
-			lost_definitions(git, rev, flow, &lost);
+			lost_definitions(git, rev, flow, named_in, &lost);
 	}
 	/* a flow git does not have cannot be restored, and the rest is of no use without it */
 	if (lost.len && (!flow_gone || has_flow(git, rev, flow)))
@@ -287,6 +283,7 @@ static void lost_advice(struct al_git *git, const struct al_run *run)
 			"ailoop resume %s\n", flow_gone ? "flow is" : "files the flow names are",
 			rev == start.oid ? "the commit it started on" : "its last commit", rev,
 			lost.buf, run->st.run_id);
+	al_strbuf_release(&text);
 	al_strbuf_release(&lost);
 }
 
