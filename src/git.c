@@ -140,8 +140,8 @@ void al_git_free(struct al_git *g)
 	al_strv_free(g->skipped, g->nskipped);
 	al_watch_free(g->watch);
 	al_git_staged_drop(g);
-	for (size_t i = 0; i < sizeof(g->ignores) / sizeof(g->ignores[0]); i++)
-		free(g->ignores[i].path);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(g->outside); i++)
+		free(g->outside[i].path);
 	git_repository_free(g->repo);
 	free(g);
 }

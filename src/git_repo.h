@@ -47,17 +47,21 @@ struct al_git {
 	git_oid index_commit;
 	bool index_commit_known;
 	/*
-	 * The ignore files outside the work tree, which the watch does not
-	 * see: <common-dir>/info/exclude and the global one (core.excludesFile,
-	 * or git/ignore in the XDG configuration directory), as they were at
-	 * the last staging. Their paths are worked out once (NULL: none).
+	 * The files outside the work tree that say what a commit records,
+	 * which the watch does not see, as they were at the last staging: the
+	 * ignore files (<common-dir>/info/exclude, and the global one:
+	 * core.excludesFile, or git/ignore in the XDG configuration directory)
+	 * and git's configuration files (the repository's, its worktree's, the
+	 * global and XDG ones, the system's). Their paths are worked out once,
+	 * the global ignore file's again when the configuration changes
+	 * (NULL: none).
 	 */
-	struct outside_ignore {
+	struct outside_file {
 		char *path;
 		struct stat st;
 		bool there;
-	} ignores[2];
-	bool ignores_known;
+	} outside[7];
+	bool outside_known;
 	/*
 	 * The mark that the run's state can be restored from HEAD after a
 	 * restart is on disk (git_restart.c), for the run in this directory.

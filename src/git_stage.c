@@ -13,6 +13,7 @@
 
 #include <git2.h>
 #include <git2/sys/index.h>
+#include <git2/sys/repository.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -249,6 +250,71 @@ static int index_write(git_index *index)
 	return git_index_write(index);
 }
 
+/* How deep libgit2's status pass goes: its work tree iterator stops there. */
+#define SCAN_MAX_DEPTH 100
+
+/*
+ * Whether directory `path` (depth `depth`; "" the root) holds, somewhere
+ * the status pass goes (not .git, nor an ignored directory, nor a nested
+ * repository), a directory SCAN_MAX_DEPTH deep: `path` is then it.
+ */
+static bool too_deep(git_repository *repo, struct al_strbuf *path, int depth)
+{
+	DIR *d = opendir(path->len ? path->buf : ".");
+	size_t len = path->len;
+	struct dirent *de;
+	bool found = false;
+
+	while (d && !found && (de = readdir(d))) {
+		struct stat st;
+		int ignored = 0;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, ".git") ||
+		    (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+			continue;
+		al_strbuf_setlen(path, len);
+		al_strbuf_addf(path, "%s/", de->d_name);
+		if (lstat(path->buf, &st) < 0 || !S_ISDIR(st.st_mode) ||
+		    git_ignore_path_is_ignored(&ignored, repo, path->buf) < 0 || ignored)
+			continue;
+		al_strbuf_adds(path, ".git");
+		if (lstat(path->buf, &st) == 0)
+			continue; /* a repository of its own */
+		al_strbuf_setlen(path, path->len - 4);
+		found = depth + 1 >= SCAN_MAX_DEPTH || too_deep(repo, path, depth + 1);
+	}
+	if (d)
+		closedir(d);
+	if (!found)
+		al_strbuf_setlen(path, len);
+	return found;
+}
+
+/*
+ * The status pass failed: where it is for want of depth, says so and what
+ * to do in libgit2's error, which is what the commit reports.
+ */
+static void scan_failed(git_repository *repo)
+{
+	const git_error *e = git_error_last();
+	struct al_strbuf path = AL_STRBUF_INIT;
+
+	if (e && e->message && strstr(e->message, "nesting too deep") &&
+	    too_deep(repo, &path, 0)) {
+		char *slash = path.buf;
+
+		for (int i = 0; i < 3 && slash; i++) /* its first three directories */
+			slash = strchr(slash + 1, '/');
+		git_error_set(GIT_ERROR_FILESYSTEM, "'%.*s…' holds directories more than %d "
+			      "deep, and libgit2, which ailoop stages with, reads no deeper: move "
+			      "them higher up or ignore them (.gitignore)",
+			      slash ? (int)(slash - path.buf + 1) : (int)path.len, path.buf,
+			      SCAN_MAX_DEPTH);
+	}
+	al_strbuf_release(&path);
+}
+
 /*
  * Brings the index in line with the work tree. ailoop's own files are
  * staged first and the index written, so that the status pass that finds
@@ -271,8 +337,10 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 	opts.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
 	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
 		     GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
-	if ((rc = git_status_list_new(&list, repo, &opts)) < 0)
+	if ((rc = git_status_list_new(&list, repo, &opts)) < 0) {
+		scan_failed(repo);
 		return rc;
+	}
 	for (size_t i = 0; i < git_status_list_entrycount(list) && rc == 0; i++) {
 		const git_status_entry *e = git_status_byindex(list, i);
 		const git_diff_delta *d = e->index_to_workdir;
@@ -405,10 +473,12 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 
 	base = base ? base + 1 : path;
 	if (al_git_unrecorded(path) || gitlink || another_runs(path, own_dir) ||
-	    al_git_sparse(index, path)) {
+	    al_git_sparse(index, path) || (e && (e->flags & GIT_INDEX_ENTRY_VALID))) {
 		/*
 		 * not recorded (or not this run's, or left out by a sparse
-		 * checkout); a gitlink: stage_gitlinks() reads its HEAD
+		 * checkout, or marked `git update-index --assume-unchanged`,
+		 * which git add and the status pass leave as the index has
+		 * it); a gitlink: stage_gitlinks() reads its HEAD
 		 */
 	} else if (!strcmp(base, ".gitignore") && !ignores_only_more(g->repo, index, path)) {
 		rc = -1; /* what is ignored changed: only a full scan knows what that adds */
@@ -433,7 +503,9 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 		if (rc == 0 && !tracked && !own)
 			rc = git_ignore_path_is_ignored(&ignored, g->repo, path);
 		if (rc == 0 && (tracked || own || !ignored)) {
-			if (!al_starts_with(path, ".ai-loop/runs/"))
+			if (S_ISREG(st.st_mode) && st.st_nlink > 1 && !own)
+				rc = -1; /* a hard link: a write through its other name went unseen */
+			else if (!al_starts_with(path, ".ai-loop/runs/"))
 				rc = git_index_add_bypath(index, path);
 			else if (stat_differs(git_index_get_bypath(index, path, 0), &st))
 				rc = add_own_file(g, index, path);
@@ -574,6 +646,37 @@ static bool index_same(struct al_git *g, git_index *index)
 	return same;
 }
 
+/* The files of g->outside, by index. */
+enum { OUT_EXCLUDE, OUT_GLOBAL_IGNORE, OUT_CONFIG, OUT_CONFIG_WORKTREE, OUT_CONFIG_GLOBAL,
+       OUT_CONFIG_XDG, OUT_CONFIG_SYSTEM };
+
+/* $XDG_CONFIG_HOME/git/NAME, else ~/.config/git/NAME; NULL if neither is set. */
+static char *xdg_git_path(const char *name)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+
+	if (xdg && *xdg)
+		return al_xprintf("%s/git/%s", xdg, name);
+	return home && *home ? al_xprintf("%s/.config/git/%s", home, name) : NULL;
+}
+
+static void outside_paths(struct al_git *g)
+{
+	const char *home = getenv("HOME");
+	git_buf sys = GIT_BUF_INIT;
+
+	g->outside[OUT_EXCLUDE].path = al_xprintf("%sinfo/exclude", git_repository_commondir(g->repo));
+	g->outside[OUT_CONFIG].path = al_xprintf("%sconfig", git_repository_commondir(g->repo));
+	g->outside[OUT_CONFIG_WORKTREE].path = al_xprintf("%sconfig.worktree",
+							  git_repository_path(g->repo));
+	g->outside[OUT_CONFIG_GLOBAL].path = home && *home ? al_xprintf("%s/.gitconfig", home) : NULL;
+	g->outside[OUT_CONFIG_XDG].path = xdg_git_path("config");
+	g->outside[OUT_CONFIG_SYSTEM].path =
+		al_strdup(git_config_find_system(&sys) == 0 ? sys.ptr : "/etc/gitconfig");
+	git_buf_dispose(&sys);
+	git_error_clear();
+}
+
 /*
  * The global ignore file libgit2 reads: core.excludesFile, else git/ignore
  * in $XDG_CONFIG_HOME or ~/.config (NULL if there is no such place).
@@ -582,47 +685,76 @@ static char *global_ignore_path(git_repository *repo)
 {
 	git_config *cfg = NULL;
 	git_buf buf = GIT_BUF_INIT;
-	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-	char *path = NULL;
+	char *path;
 
 	if (git_repository_config_snapshot(&cfg, repo) == 0 &&
 	    git_config_get_path(&buf, cfg, "core.excludesfile") == 0)
 		path = al_strdup(buf.ptr);
-	else if (xdg && *xdg)
-		path = al_xprintf("%s/git/ignore", xdg);
-	else if (home && *home)
-		path = al_xprintf("%s/.config/git/ignore", home);
+	else
+		path = xdg_git_path("ignore");
 	git_buf_dispose(&buf);
 	git_config_free(cfg);
+	git_error_clear();
 	return path;
 }
 
-/*
- * Whether an ignore file outside the work tree changed since the last
- * staging; it remembers them as they are now. The watch does not see them,
- * and a rule dropped there makes a file that did not change no longer
- * ignored.
- */
-static bool ignores_changed(struct al_git *g)
+/* Whether file `f` is not as it was; it remembers it as it is now. */
+static bool outside_file_changed(struct outside_file *f)
 {
-	bool changed = false;
+	struct stat st;
+	bool there = f->path && stat(f->path, &st) == 0,
+	     changed = there != f->there || (there && !same_file(&st, &f->st));
 
-	if (!g->ignores_known) {
-		g->ignores[0].path = al_xprintf("%sinfo/exclude", git_repository_commondir(g->repo));
-		g->ignores[1].path = global_ignore_path(g->repo);
-		g->ignores_known = true;
-	}
-	for (size_t i = 0; i < sizeof(g->ignores) / sizeof(g->ignores[0]); i++) {
-		struct outside_ignore *ig = &g->ignores[i];
-		struct stat st;
-		bool there = ig->path && stat(ig->path, &st) == 0;
-
-		changed |= there != ig->there || (there && !same_file(&st, &ig->st));
-		ig->there = there;
-		if (there)
-			ig->st = st;
-	}
+	f->there = there;
+	if (there)
+		f->st = st;
 	return changed;
+}
+
+/*
+ * libgit2 reads what the configuration says once and keeps it: core.fileMode,
+ * core.symlinks, core.ignoreCase for the index, core.excludesFile for the
+ * ignore rules, the rest in the repository's cache. An agent's `git config`
+ * between two commits must count for the next one, as it does for git.
+ */
+static void config_reread(struct al_git *g, git_index *index)
+{
+	git_config *cfg = NULL;
+
+	if (git_repository_config(&cfg, g->repo) == 0)
+		git_repository_set_config(g->repo, cfg); /* drops what was read of it */
+	git_config_free(cfg);
+	git_attr_cache_flush(g->repo);
+	git_index_set_caps(index, GIT_INDEX_CAPABILITY_FROM_OWNER);
+	free(g->outside[OUT_GLOBAL_IGNORE].path);
+	g->outside[OUT_GLOBAL_IGNORE].path = global_ignore_path(g->repo);
+	git_error_clear();
+}
+
+/*
+ * Whether a file outside the work tree that says what is recorded (an
+ * ignore file, git's configuration) changed since the last staging; it
+ * remembers them as they are now. The watch does not see them: a rule
+ * dropped there makes a file that did not change no longer ignored, and
+ * the configuration may change how every file is recorded.
+ */
+static bool outside_changed(struct al_git *g, git_index *index)
+{
+	bool first = !g->outside_known, config = false, changed = false;
+
+	if (first) {
+		outside_paths(g);
+		g->outside_known = true;
+	}
+	for (size_t i = OUT_CONFIG; i < AL_ARRAY_SIZE(g->outside); i++)
+		config |= outside_file_changed(&g->outside[i]);
+	if (config && !first)
+		config_reread(g, index);
+	else if (first)
+		g->outside[OUT_GLOBAL_IGNORE].path = global_ignore_path(g->repo);
+	changed |= outside_file_changed(&g->outside[OUT_EXCLUDE]);
+	changed |= outside_file_changed(&g->outside[OUT_GLOBAL_IGNORE]);
+	return changed || config;
 }
 
 /* A new watch (any old one dropped), or full scans from now on if none can start. */
@@ -640,14 +772,15 @@ static void watch_start(struct al_git *g)
  * last commit, nothing overflowed, HEAD (`head_ours`) and the index are as
  * this process left them (no parallel sibling, no checkout in between; an
  * index rewritten with the same entries, *kept, counts as left), and no
- * ignore file outside the work tree changed.
- * Otherwise the caller scans the whole tree, and a watch is (re)started
- * first, for the next commit.
+ * file outside the work tree that says what is recorded (an ignore file,
+ * git's configuration) changed.
+ * Otherwise the caller scans the whole tree, starting a new watch first,
+ * for the next commit.
  */
 static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, char ***paths,
 			  size_t *n, bool *kept)
 {
-	bool trusted, excluded = ignores_changed(g);
+	bool trusted, excluded = outside_changed(g, index);
 
 	*paths = NULL;
 	*n = 0;
@@ -666,9 +799,7 @@ static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, ch
 		al_strv_free(*paths, *n); /* the full scan sees it all */
 		*paths = NULL;
 		*n = 0;
-		return false;
 	}
-	watch_start(g);
 	return false;
 }
 
@@ -691,7 +822,7 @@ void al_git_watch_from_clean(struct al_git *g, git_index *index)
 		return;
 	index_left(g, index);
 	g->gitlinks_known = false; /* read from disk: the first staging counts them */
-	ignores_changed(g); /* as they are now */
+	outside_changed(g, index); /* as they are now */
 	/* nothing staged, nothing changed: the index holds HEAD's tree */
 	g->index_commit_known = git_reference_name_to_id(&g->index_commit, g->repo, "HEAD") == 0;
 }
@@ -750,6 +881,14 @@ int al_git_stage_all(struct al_git *g, git_index *index, const char *own_dir, bo
 		if (attempt)
 			usleep(10000u << attempt); /* 20 ms, doubling: 0.62 s in all */
 		rc = git_index_read(index, attempt > 0 || reread);
+		/*
+		 * A new watch, before the scan, for the next commit: it leaves
+		 * out what is unwatched now (an ignored directory that the index
+		 * just read holds no file of, a nested repository), which may not
+		 * be what the old one left out.
+		 */
+		if (attempt == 0 && !g->watch_off)
+			watch_start(g);
 		if (rc == 0)
 			rc = stage_changes(g, index, own_dir, &staged);
 		if (rc == 0 && staged)

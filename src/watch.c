@@ -17,11 +17,16 @@
 	(IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |     \
 	 IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW |   \
 	 IN_EXCL_UNLINK)
+/* a nested repository's top directory: only its entries made, removed or moved */
+#define REPO_MASK                                                                          \
+	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | \
+	 IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 
 struct al_watch {
 	int fd;
 	bool broken;           /* no longer trusted */
 	char **dirs;           /* by watch descriptor: the directory's relative path */
+	bool *repo;            /* by watch descriptor: a nested repository's top */
 	size_t ndirs;
 	char **changed;        /* since the last take */
 	size_t nchanged, changed_alloc;
@@ -85,13 +90,13 @@ static void add_dir(struct al_watch *w, const char *rel, bool report)
 {
 	DIR *d;
 	struct dirent *de;
+	bool repo = false;
 	int wd;
 
 	if (w->broken)
 		return;
-	if (*rel && has_repo(rel)) {
-		if (report)
-			w->broken = true; /* a repository appeared: the full scan records it */
+	if (*rel && (repo = has_repo(rel)) && report) {
+		w->broken = true; /* a repository appeared: the full scan records it */
 		return;
 	}
 	if (*rel && w->skip(rel, w->data))
@@ -101,7 +106,12 @@ static void add_dir(struct al_watch *w, const char *rel, bool report)
 		w->broken = true;
 		return;
 	}
-	wd = inotify_add_watch(w->fd, *rel ? rel : ".", WATCH_MASK);
+	/*
+	 * A nested repository's files are its own (its HEAD is what is
+	 * recorded), but its .git going (or coming back) changes what the
+	 * directory is: that much of it is watched.
+	 */
+	wd = inotify_add_watch(w->fd, *rel ? rel : ".", repo ? REPO_MASK : WATCH_MASK);
 	if (wd >= 0)
 		w->watches++;
 	if (wd < 0) {
@@ -114,11 +124,16 @@ static void add_dir(struct al_watch *w, const char *rel, bool report)
 		size_t n = (size_t)wd * 2 + 16;
 
 		w->dirs = al_realloc(w->dirs, n * sizeof(*w->dirs));
+		w->repo = al_realloc(w->repo, n * sizeof(*w->repo));
 		memset(w->dirs + w->ndirs, 0, (n - w->ndirs) * sizeof(*w->dirs));
+		memset(w->repo + w->ndirs, 0, (n - w->ndirs) * sizeof(*w->repo));
 		w->ndirs = n;
 	}
 	free(w->dirs[wd]);
 	w->dirs[wd] = al_strdup(rel);
+	w->repo[wd] = repo;
+	if (repo)
+		return;
 	if (!(d = opendir(*rel ? rel : "."))) {
 		if (errno != ENOENT && errno != ENOTDIR)
 			w->broken = true;
@@ -231,6 +246,8 @@ static void event(struct al_watch *w, const struct inotify_event *ev)
 		w->broken = true; /* a repository appeared or went: the full scan handles it */
 		return;
 	}
+	if (w->repo[ev->wd])
+		return; /* a nested repository's own files */
 	if ((ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
 		char *path = join(dir, ev->name);
 
@@ -292,6 +309,7 @@ void al_watch_free(struct al_watch *w)
 	if (w->fd >= 0)
 		close(w->fd);
 	al_strv_free(w->dirs, w->ndirs);
+	free(w->repo);
 	al_strv_free(w->changed, w->nchanged);
 	free(w);
 }

@@ -7,14 +7,15 @@
 /*
  * What changed in the work tree (the current directory) since the last
  * look, known from inotify instead of a scan of every file: the idea of
- * git's fsmonitor. Every directory is watched but .git, directories that
- * hold a repository of their own (a ".git" entry), and those `skip` names
- * (ignored ones). A directory created (or moved in) while watched is
- * watched in turn and everything in it reported.
+ * git's fsmonitor. Every directory is watched but .git, and those `skip`
+ * names (ignored ones); of a directory that holds a repository of its own
+ * (a ".git" entry), only its ".git" entry. A directory created (or moved
+ * in) while watched is watched in turn and everything in it reported.
  *
  * The watch can stop being trusted: a queue overflow, a watch it could not
  * add (the limit reached), a directory moved away (the paths its watches
- * stand for are stale), a repository appearing in the tree, a directory
+ * stand for are stale), a repository appearing in the tree or a nested
+ * one's ".git" going, a directory
  * made on a filesystem other hosts may write to, any error.
  * al_watch_take() then fails, and the caller scans the whole tree instead
  * (and starts a new watch).
