@@ -263,7 +263,7 @@ static int rollback(struct al_node_run *nr)
 {
 	struct al_exec *ex = nr->ex;
 	char *msg;
-	int rc = al_git_restore(ex->git, nr->st.base_commit, AL_RUNS_DIR);
+	int rc = al_git_rollback(ex->git, nr->st.base_commit, nr->st.base_tree, AL_RUNS_DIR);
 
 	if (rc < 0)
 		return rc;
@@ -313,16 +313,24 @@ static int commit(struct al_node_run *nr, bool *done)
 	return al_node_save(nr);
 }
 
-/* A transaction's start: the commit a rollback goes back to. */
+/*
+ * A transaction's start: the work tree a rollback goes back to, as a tree
+ * (it may hold what HEAD does not: an uncommitted change the run was
+ * allowed to start with, a fix made while it was stopped), and HEAD.
+ */
 static int mark_base(struct al_node_run *nr)
 {
-	char *branch = NULL, oid[AL_OID_HEX];
-	int rc = al_git_head(nr->ex->git, &branch, oid);
+	struct al_exec *ex = nr->ex;
+	char *branch = NULL, oid[AL_OID_HEX], tree[AL_OID_HEX];
+	int rc = al_git_head(ex->git, &branch, oid);
 
 	free(branch);
+	if (rc == 0)
+		rc = al_git_snapshot(ex->git, ex->isolated ? NULL : ex->run->dir, tree);
 	if (rc < 0)
 		return rc;
 	nr->st.base_commit = al_strdup(oid);
+	nr->st.base_tree = al_strdup(tree);
 	al_run_event(nr->ex->run, "transaction_start", "{s:s, s:s, s:s}", "node", nr->n->path,
 		     "label", nr->st.label, "base", oid);
 	return al_node_save(nr);

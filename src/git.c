@@ -499,16 +499,40 @@ bool al_git_below(const char *path, const char *dir)
 	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
 }
 
-int al_git_restore_tree(struct al_git *g, git_tree *tree, const char *keep, const char *only)
+/* What restore_paths() puts back of what differs from the tree. */
+enum restore_what {
+	RESTORE_ALL,          /* every path */
+	RESTORE_IGNORE_FILES, /* the .gitignore files only */
+	RESTORE_UNIGNORED,    /* every path but those the tree lacks that are ignored */
+};
+
+/* Whether `path`'s last component is .gitignore. */
+static bool ignore_file(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return !strcmp(base ? base + 1 : path, ".gitignore");
+}
+
+/*
+ * Puts the work tree and the index back to `tree` at the paths that
+ * differ from it (tracked or not; ignored files are not the tree's), but
+ * below `keep`, and only below `only` (each may be NULL), as `what` says.
+ * A file the tree lacks that is ignored is kept (RESTORE_UNIGNORED): it is
+ * taken out of the index only.
+ */
+static int restore_paths(struct al_git *g, git_tree *tree, const char *keep, const char *only,
+			 enum restore_what what)
 {
 	git_diff_options dopts;
 	git_checkout_options copts;
 	git_diff *diff = NULL;
+	git_index *index = NULL;
 	char **paths = NULL, *spec[] = { (char *)only };
 	size_t n = 0;
+	bool untracked = false;
 	int rc = 0;
 
-	/* what differs from it, tracked or not (ignored files are not the tree's) */
 	git_diff_options_init(&dopts, GIT_DIFF_OPTIONS_VERSION);
 	dopts.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS |
 		      GIT_DIFF_INCLUDE_TYPECHANGE;
@@ -516,20 +540,37 @@ int al_git_restore_tree(struct al_git *g, git_tree *tree, const char *keep, cons
 		dopts.pathspec.strings = spec;
 		dopts.pathspec.count = 1;
 	}
-	if (git_diff_tree_to_workdir_with_index(&diff, g->repo, tree, &dopts) < 0)
-		return al_git_fail("cannot compare the work tree with the commit to restore");
+	if (git_diff_tree_to_workdir_with_index(&diff, g->repo, tree, &dopts) < 0 ||
+	    git_repository_index(&index, g->repo) < 0) {
+		rc = al_git_fail("cannot compare the work tree with the commit to restore");
+		goto done;
+	}
 	paths = al_calloc(2 * git_diff_num_deltas(diff) + 1, sizeof(*paths));
-	for (size_t i = 0; i < git_diff_num_deltas(diff); i++) {
+	for (size_t i = 0; i < git_diff_num_deltas(diff) && rc == 0; i++) {
 		const git_diff_delta *d = git_diff_get_delta(diff, i);
+		const char *path = d->new_file.path;
+		int ignored = 0;
 
-		if ((keep && al_git_below(d->new_file.path, keep)) ||
-		    (only && !al_git_below(d->new_file.path, only)))
+		if ((keep && al_git_below(path, keep)) || (only && !al_git_below(path, only)) ||
+		    (what == RESTORE_IGNORE_FILES && !ignore_file(path) &&
+		     !ignore_file(d->old_file.path)))
 			continue;
-		paths[n++] = al_strdup(d->new_file.path);
-		if (strcmp(d->old_file.path, d->new_file.path))
+		if (what == RESTORE_UNIGNORED &&
+		    (d->status == GIT_DELTA_ADDED || d->status == GIT_DELTA_UNTRACKED) &&
+		    git_ignore_path_is_ignored(&ignored, g->repo, path) == 0 && ignored) {
+			if (git_index_get_bypath(index, path, 0)) {
+				rc = git_index_remove_bypath(index, path);
+				untracked = true;
+			}
+			continue;
+		}
+		paths[n++] = al_strdup(path);
+		if (strcmp(d->old_file.path, path))
 			paths[n++] = al_strdup(d->old_file.path);
 	}
-	if (!n)
+	if (rc == 0 && untracked && (rc = git_index_write(index)) < 0)
+		rc = al_git_fail("cannot restore the work tree");
+	if (rc < 0 || !n)
 		goto done;
 	git_checkout_options_init(&copts, GIT_CHECKOUT_OPTIONS_VERSION);
 	copts.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_REMOVE_UNTRACKED |
@@ -543,27 +584,63 @@ done:
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);
 	free(paths);
+	git_index_free(index);
 	git_diff_free(diff);
 	return rc;
 }
 
-int al_git_restore(struct al_git *g, const char *commit_hex, const char *keep)
+int al_git_restore_tree(struct al_git *g, git_tree *tree, const char *keep, const char *only)
 {
-	git_oid oid;
-	git_commit *commit = NULL;
-	git_tree *tree = NULL;
+	return restore_paths(g, tree, keep, only, RESTORE_ALL);
+}
+
+int al_git_snapshot(struct al_git *g, const char *own_dir, char tree_hex[AL_OID_HEX])
+{
+	git_index *index = NULL;
+	git_oid tip, tree;
+	char *ref = NULL;
+	bool born;
 	int rc;
 
-	if (!commit_hex || git_oid_fromstrn(&oid, commit_hex, strlen(commit_hex)) < 0 ||
-	    strlen(commit_hex) != GIT_OID_HEXSZ || git_commit_lookup(&commit, g->repo, &oid) < 0)
-		return al_err(AL_EINVALID, "cannot restore the tree of commit '%s': it is not a "
-			      "commit of this repository", commit_hex ? commit_hex : "");
-	if (git_commit_tree(&tree, commit) < 0)
-		rc = al_git_fail("cannot compare the work tree with the commit to restore");
+	if ((rc = head_state(g, &ref, &tip, &born)) < 0)
+		return rc;
+	free(ref);
+	/* the index holds more than a commit's tree now: the next commit writes it whole */
+	g->index_commit_known = false;
+	if (git_repository_index(&index, g->repo) < 0 ||
+	    al_git_stage_all(g, index, own_dir, born && git_oid_equal(&tip, &g->last)) < 0 ||
+	    git_index_write_tree(&tree, index) < 0)
+		rc = al_git_fail("cannot record the work tree");
 	else
-		rc = al_git_restore_tree(g, tree, keep, NULL);
+		git_oid_tostr(tree_hex, AL_OID_HEX, &tree);
+	git_index_free(index);
+	return rc;
+}
+
+int al_git_rollback(struct al_git *g, const char *commit_hex, const char *tree_hex,
+		    const char *keep)
+{
+	const char *hex = tree_hex ? tree_hex : commit_hex;
+	git_object *obj = NULL;
+	git_tree *tree = NULL;
+	git_oid oid;
+	int rc;
+
+	if (!hex || strlen(hex) != GIT_OID_HEXSZ || git_oid_fromstrn(&oid, hex, strlen(hex)) < 0 ||
+	    git_object_lookup(&obj, g->repo, &oid, tree_hex ? GIT_OBJECT_TREE : GIT_OBJECT_COMMIT) < 0)
+		return al_err(AL_EINVALID, "cannot restore the work tree to %s '%s': it is not one of "
+			      "this repository", tree_hex ? "tree" : "commit", hex ? hex : "");
+	if (git_object_peel((git_object **)&tree, obj, GIT_OBJECT_TREE) < 0)
+		rc = al_git_fail("cannot compare the work tree with the commit to restore");
+	/*
+	 * the .gitignore files first: what else is put back (or left alone,
+	 * ignored) is decided by the rules of the start, not the ones the
+	 * transaction wrote
+	 */
+	else if ((rc = restore_paths(g, tree, keep, NULL, RESTORE_IGNORE_FILES)) == 0)
+		rc = restore_paths(g, tree, keep, NULL, RESTORE_UNIGNORED);
 	git_tree_free(tree);
-	git_commit_free(commit);
+	git_object_free(obj);
 	return rc;
 }
 

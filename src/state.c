@@ -118,6 +118,7 @@ static int node_state_from(struct al_node_state *st, struct al_md *md, const cha
 	st->type = dup_or_null(al_md_str(md, "type"));
 	st->branch = dup_or_null(al_md_str(md, "branch"));
 	st->base_commit = dup_or_null(al_md_str(md, "base-commit"));
+	st->base_tree = dup_or_null(al_md_str(md, "base-tree"));
 	st->done = dup_or_null(al_md_str(md, "children-done"));
 	st->gate_note = dup_or_null(al_md_str(md, "exit-gate-refused"));
 	breaker_from(&st->breaker, al_md_get(md, "breaker"));
@@ -207,6 +208,8 @@ int al_node_state_write(const struct al_node_state *st, const char *path, const 
 		al_fm_bool(fm, "break", true);
 	if (st->base_commit)
 		al_fm_str(fm, "base-commit", st->base_commit);
+	if (st->base_tree)
+		al_fm_str(fm, "base-tree", st->base_tree);
 	if (st->done)
 		al_fm_str(fm, "children-done", st->done);
 	if (st->gate_note)
@@ -234,6 +237,7 @@ void al_node_state_release(struct al_node_state *st)
 	free(st->type);
 	free(st->branch);
 	free(st->base_commit);
+	free(st->base_tree);
 	free(st->done);
 	free(st->gate_note);
 	al_breaker_release(&st->breaker);

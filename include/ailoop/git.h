@@ -113,13 +113,23 @@ int al_git_create_commit(struct git_oid *id, struct git_repository *repo,
 			 const struct git_commit **parents);
 
 /*
- * Puts the work tree and the index back to the tree of commit `commit_hex`
- * (a transaction's rollback): changed files get their content and mode
- * back, deleted ones return, files added since (tracked or not) are
- * removed. Ignored files and everything below `keep` (may be NULL) are
- * left as they are.
+ * The tree the work tree would be committed as now (a transaction's
+ * start, which may hold what no commit holds yet: a user's uncommitted
+ * change, a fix made while the run was stopped): staged, and written as a
+ * tree object, but not committed.
  */
-int al_git_restore(struct al_git *g, const char *commit_hex, const char *keep);
+int al_git_snapshot(struct al_git *g, const char *own_dir, char tree_hex[AL_OID_HEX]);
+/*
+ * Puts the work tree and the index back to tree `tree_hex`, or to the
+ * tree of commit `commit_hex` if it is NULL (a transaction's rollback):
+ * changed files get their content and mode back, deleted ones return,
+ * files added since (tracked or not) are removed. The .gitignore files
+ * come back first, and what their rules ignore is left as it is, a file
+ * the tree lacks taken out of the index only; so is everything below
+ * `keep` (may be NULL).
+ */
+int al_git_rollback(struct al_git *g, const char *commit_hex, const char *tree_hex,
+		    const char *keep);
 
 /*
  * A restart of the machine (a power loss) while a run was between two

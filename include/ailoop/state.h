@@ -54,7 +54,8 @@ struct al_node_state {
 	int child;             /* the child being run (index among the node's children) */
 	char *branch;          /* conditional: "true" or "false" once evaluated */
 	bool brk;              /* loop: break_loop ran in this iteration */
-	char *base_commit;     /* transaction: HEAD at its start, what a rollback restores */
+	char *base_commit;     /* transaction: HEAD at its start */
+	char *base_tree;       /* transaction: the work tree at its start, what a rollback restores */
 	char *done;            /* parallel: one character per child, '.' running, else its end */
 	/* loops */
 	struct al_breaker breaker; /* the circuit breaker (breaker.h) */

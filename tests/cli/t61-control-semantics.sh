@@ -387,6 +387,58 @@ expect_eq "$(all_triples)" "0 main/plain/w complete,0 main/plain/x failed,0 main
 expect_in "$(git log --format=%s | grep rollback | wc -l)" 1 "rollback_on: one rollback commit, the timeout's"
 expect_run 1 failed "rollback_on"
 
+# the state at the start is what comes back: uncommitted changes the run
+# was allowed to start with stay, whatever the transaction did to them
+tree rollback-dirty <<'YAML'
+version: 1
+flow:
+  id: main
+  type: fallback
+  children:
+    - id: tx
+      type: transaction
+      children: [{id: w, skill: w}, {id: x, skill: x}]
+    - {id: after, skill: after}
+YAML
+commit_all "$R"
+plan <<'PLAN'
+case $skill in w) echo "the transaction's" >>README; creates w.txt ;; x) fails ;; esac
+PLAN
+cd "$R" && echo "my uncommitted edit" >>README && echo "my notes" >notes.txt
+run "$AILOOP" run --quiet --allow-dirty "exercise the tree"
+expect_rc 0 "rollback over uncommitted changes: the run completes"
+expect_eq "$(tr '\n' ' ' <README) $(cat notes.txt)" "hello my uncommitted edit  my notes" \
+	"rollback over uncommitted changes: they are as they were at the start"
+[ ! -e w.txt ] && pass || fail "rollback over uncommitted changes: the transaction's new file is gone"
+expect_eq "$(git show HEAD:notes.txt)" "my notes" "rollback over uncommitted changes: the last commit holds them"
+
+# the .gitignore files come back first: a file the transaction made and
+# ignored is removed, an ignored file it un-ignored (and so committed) stays
+tree rollback-ignores <<'YAML'
+version: 1
+flow:
+  id: main
+  type: fallback
+  children:
+    - id: tx
+      type: transaction
+      children: [{id: w, skill: w}, {id: x, skill: x}]
+    - {id: after, skill: after}
+YAML
+printf 'local.env\n' >"$R/.gitignore"
+commit_all "$R"
+printf 'SECRET=mine\n' >"$R/local.env"
+plan <<'PLAN'
+case $skill in w) echo generated >gen.txt; printf 'gen.txt\n' >.gitignore ;; x) fails ;; esac
+PLAN
+go
+expect_eq "$path" "w x after" "rollback of .gitignore changes: the transaction fails, the fallback goes on"
+[ ! -e gen.txt ] && pass || fail "rollback of .gitignore changes: the file the transaction made and ignored is gone"
+expect_eq "$(cat local.env 2>&1)" "SECRET=mine" "rollback of .gitignore changes: the ignored file of the start is kept"
+expect_eq "$(cat .gitignore) $(git ls-tree --name-only HEAD local.env gen.txt)" "local.env " \
+	"rollback of .gitignore changes: the rules of the start, and neither file in the last commit"
+expect_run 0 complete "rollback of .gitignore changes"
+
 # --- mixed trees
 
 tree sensor-over-sequence <<'YAML'

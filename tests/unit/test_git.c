@@ -66,7 +66,7 @@ Test(git, restore_puts_back_the_tree_of_a_commit_but_the_runs)
 	unit_sh("printf 'changed\\n' >>a.txt && chmod +x b.txt && rm -r sub && mkdir -p new/deep && "
 	   "printf 'n\\n' >new/deep/n.txt && ln -s a.txt link && printf 'z\\n' >.ai-loop/runs/r/state "
 	   "&& git add -A && git commit -q -m work && printf 'u\\n' >untracked.txt");
-	cr_assert_eq(al_git_restore(g, base, ".ai-loop/runs"), 0, "%s", al_errmsg());
+	cr_assert_eq(al_git_rollback(g, base, NULL, ".ai-loop/runs"), 0, "%s", al_errmsg());
 	cr_assert_str_eq(unit_read("a.txt"), "a\n", "content back");
 	cr_assert_str_eq(unit_read("sub/s.txt"), "s\n", "deleted directory back");
 	cr_assert_neq(access("new", F_OK), 0, "new directories gone");
@@ -80,8 +80,8 @@ Test(git, restore_puts_back_the_tree_of_a_commit_but_the_runs)
 	buf[n] = '\0';
 	pclose(p);
 	cr_assert_str_eq(buf, before, "the index is the commit's, byte for byte");
-	cr_assert_eq(al_git_restore(g, base, ".ai-loop/runs"), 0, "restoring twice is harmless");
-	cr_assert_eq(al_git_restore(g, "not-a-commit", NULL), AL_EINVALID);
+	cr_assert_eq(al_git_rollback(g, base, NULL, ".ai-loop/runs"), 0, "restoring twice is harmless");
+	cr_assert_eq(al_git_rollback(g, "not-a-commit", NULL, NULL), AL_EINVALID);
 	free(before);
 	free(base);
 }
