@@ -191,8 +191,13 @@ static int choose(struct al_node_run *nr)
 
 	if (rc == AL_ETIMEOUT)
 		return fail(nr, "timeout", al_errmsg());
-	if (rc < 0)
-		return rc == AL_EINTR ? rc : fail(nr, "failed", al_errmsg());
+	if (rc == AL_EINTR)
+		return rc;
+	if (rc < 0) { /* no commit of its own says why: the note does */
+		al_progress_note(nr->ex->progress, "ailoop: [%s] %s: %s", nr->st.label, nr->n->path,
+				 al_errmsg());
+		return fail(nr, "failed", al_errmsg());
+	}
 	al_condition_describe(nr->n->condition, &what);
 	al_run_event(nr->ex->run, "conditional_eval", "{s:s, s:s, s:s, s:b}", "node",
 		     nr->n->path, "label", nr->st.label, "condition", what.buf, "result", met);

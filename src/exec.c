@@ -206,13 +206,15 @@ done:
 }
 
 void al_exec_result_head(struct al_strbuf *out, const struct al_exec *ex,
-			 const struct al_node *node, const char *status, bool target_met,
-			 int iterations)
+			 const struct al_node *node, const char *status, const char *reason,
+			 bool target_met, int iterations)
 {
 	struct al_fm *fm = al_fm_new();
-	const char *reason = !strcmp(status, "complete") ? "target-met"
-			   : !strcmp(status, "max-iterations-reached") ? "max-iterations"
-			   : status;
+
+	if (!reason)
+		reason = !strcmp(status, "complete") ? "target-met"
+		       : !strcmp(status, "max-iterations-reached") ? "max-iterations"
+		       : status;
 
 	al_fm_str(fm, "status", status);
 	al_fm_bool(fm, "target-met", target_met);
@@ -232,7 +234,7 @@ static void fail_frame(struct al_exec *ex, struct al_frame *f, const char *messa
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	char *path = al_xprintf("%s/result-output.md", f->dir), *state;
 
-	al_exec_result_head(&sb, ex, f->node, "error", false,
+	al_exec_result_head(&sb, ex, f->node, "error", NULL, false,
 			    f->st->iteration > 0 ? f->st->iteration - 1 : 0);
 	al_strbuf_addf(&sb, "## Summary\n\nStopped: the run failed below this node (on_error: "
 		       "fail-fast).\n\n## Metrics Delta\n\n(not measured)\n\n"

@@ -185,10 +185,15 @@ bool al_node_timed_out(const struct al_node_run *nr)
 	return nr->deadline && al_now_ms() >= nr->deadline;
 }
 
-/* How many iterations the node ran: a result's iterations-executed. */
+/*
+ * How many iterations the node ran: a result's iterations-executed. A
+ * sensor-form loop's iteration 0 is the first measurement, and it ends in
+ * the controller of the iteration after its last actuation, or in the
+ * actuation itself (break_loop below it).
+ */
 static int iterations_of(const struct al_node_run *nr)
 {
-	if (is_loop(nr->n) && nr->n->sensor_form) /* iteration 0 is the first measurement */
+	if (is_loop(nr->n) && nr->n->sensor_form && !nr->st.brk)
 		return nr->st.iteration > 0 ? nr->st.iteration - 1 : 0;
 	return nr->st.iteration;
 }
@@ -223,7 +228,9 @@ int al_node_finish(struct al_node_run *nr, const char *status, const char *messa
 	/* either may be the node's own field, which setting it frees */
 	al_set_str(&nr->st.status, status);
 	al_set_str(&nr->st.summary, message);
-	al_exec_result_head(&sb, nr->ex, nr->n, nr->st.status, nr->st.target_met,
+	al_exec_result_head(&sb, nr->ex, nr->n, nr->st.status,
+			    nr->st.brk && !strcmp(nr->st.status, "complete") ? "break_loop" : NULL,
+			    nr->st.target_met,
 			    iterations_of(nr));
 	if (body)
 		al_strbuf_adds(&sb, body);

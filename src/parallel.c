@@ -507,7 +507,7 @@ static int skip_state(struct al_node_run *nr, const struct al_node *c)
 		al_set_str(&st.status, "skipped");
 		al_set_str(&st.summary, "stopped: the parallel node had its result");
 		st.phase = AL_PHASE_DONE;
-		al_exec_result_head(&result, ex, c, "skipped", false, st.iteration);
+		al_exec_result_head(&result, ex, c, "skipped", NULL, false, st.iteration);
 		al_strbuf_addf(&result, "## Summary\n\nStopped: parallel node '%s' had its result "
 			       "before this child ended.\n", nr->n->id);
 		rc = al_write_state(result_path, result.buf, result.len);

@@ -209,12 +209,12 @@ void al_result_release(struct al_result *res);
 /*
  * The front matter of a node's result-output.md (status, target-met,
  * termination-reason, run and node ids and paths, iterations-executed) and
- * its title; the body's sections follow.
+ * its title; the body's sections follow. `reason` NULL: the status's.
  */
 struct al_strbuf;
 void al_exec_result_head(struct al_strbuf *out, const struct al_exec *ex,
-			 const struct al_node *node, const char *status, bool target_met,
-			 int iterations);
+			 const struct al_node *node, const char *status, const char *reason,
+			 bool target_met, int iterations);
 
 /*
  * Checks, before anything starts, that the executor can run the flow: every

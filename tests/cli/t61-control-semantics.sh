@@ -191,6 +191,8 @@ go
 expect_eq "$path" "a b c" "break_loop: its sequence finishes, then the loop ends (d never runs)"
 expect_eq "$(commits_of l)" "1 complete" "break_loop: one iteration, a success"
 expect_not_in "$(all_triples)" "l/s/stop" "break_loop: runs no agent and makes no commit"
+expect_eq "$(sed -n 's/^termination-reason: //p' .ai-loop/runs/run_*/nodes/l/result-output.md)" break_loop \
+	"break_loop: the loop's result says so"
 expect_run 0 complete "break_loop"
 
 tree break-inner <<'YAML'
@@ -317,6 +319,26 @@ PLAN
 go
 expect_eq "$path" "setup all-yes all2-no any-yes any2-no not-yes mix-yes" "all, any and not, nested"
 expect_run 0 complete "conditions combined"
+
+# a condition that cannot be evaluated fails the conditional, and says why
+tree condition-broken <<'YAML'
+version: 1
+flow:
+  id: main
+  type: fallback
+  children:
+    - id: c
+      type: conditional
+      condition: {type: command, command: [no-such-prog]}
+      then: {id: yes, skill: yes}
+    - {id: after, skill: after}
+YAML
+commit_all "$R"
+cd "$R" && run "$AILOOP" run "exercise the tree"
+expect_eq "$(tr '\n' ' ' <"$TRAIL" | sed 's/ $//')" "after" "a broken condition: the conditional fails, the fallback goes on"
+expect_in "$err" "main/c: condition at .ai-loop/flow.yaml:8:18: cannot run 'no-such-prog'" \
+	"a broken condition: where and why, on the terminal"
+expect_run 0 complete "a broken condition in a fallback"
 
 # --- transactions
 
@@ -465,6 +487,35 @@ expect_eq "$(label_paths "$R")" "0 fix, 1 fix/work/look, 1 fix/work/mend, 1 fix,
 expect_eq "$(commits_of fix)" "0 running,1 running,2 running,3 complete" "sensor-form loop over a sequence: the loop's commits"
 expect_eq "$(cat todo.txt)" "" "sensor-form loop over a sequence: everything fixed"
 expect_run 0 complete "sensor-form loop over a sequence"
+
+# break_loop below a sensor-form loop's actuation: the loop ends in it,
+# after one actuation, and says so
+tree sensor-break <<'YAML'
+version: 1
+flow:
+  id: fix
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/sensor.md]
+  actuator:
+    strategy: composite
+    child:
+      id: work
+      type: sequence
+      children: [{id: mend, skill: mend}, {id: stop, skill: break_loop}]
+YAML
+plan <<'PLAN'
+case $skill in mend) sed -i 1d todo.txt ;; esac
+PLAN
+go
+expect_eq "$path" "mend" "break_loop below a sensor-form loop: one actuation"
+result=$(sed -n '/^termination-reason/p; /^iterations-executed/p; /^target-met/p' \
+	.ai-loop/runs/run_*/nodes/fix/result-output.md | tr '\n' ' ')
+expect_eq "$result" "target-met: false termination-reason: break_loop iterations-executed: 1 " \
+	"break_loop below a sensor-form loop: the result says how it ended, and after how many"
+expect_eq "$(AILOOP_RUN_DIR=$(ls -d "$PWD"/.ai-loop/runs/run_*) "$AILOOP" memory get nodes.fix.iterations)" 1 \
+	"break_loop below a sensor-form loop: working memory's count"
+expect_run 0 complete "break_loop below a sensor-form loop"
 
 tree until-over-sensor <<'YAML'
 version: 1
