@@ -162,6 +162,68 @@ static int stage_own_files(struct al_git *g, git_index *index, const char *dir)
  * commit checked out in it. One without a commit has nothing to link to:
  * it is left out, and said so once.
  */
+/*
+ * Whether directory `dir` holds a repository of its own as git sees one:
+ * a .git entry that opens as a repository (an empty .git directory, or a
+ * .git file naming a directory that is gone, is none).
+ */
+static bool nested_repo(const char *dir)
+{
+	char *dotgit = al_xprintf("%s/.git", dir);
+	git_repository *sub = NULL;
+	struct stat st;
+	bool repo = lstat(dotgit, &st) == 0 &&
+		    git_repository_open_ext(&sub, dir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) == 0;
+
+	git_repository_free(sub);
+	free(dotgit);
+	git_error_clear();
+	return repo;
+}
+
+static int add_nested_repo(struct al_git *g, git_index *index, const char *path);
+
+/*
+ * Stages what directory `dir` holds, as `git add -A` does: a directory
+ * whose .git entry is no repository is one like any other to git, but
+ * libgit2's status pass stops at any .git entry. Its files and links not
+ * ignored are added, repositories below it as they are anywhere.
+ */
+static int add_plain_dir(struct al_git *g, git_index *index, const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d)
+		return 0; /* gone since the status pass: nothing of it to record */
+	while (rc == 0 && (de = readdir(d))) {
+		char *path, *slashed;
+		struct stat st;
+		int ignored = 0;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, ".git"))
+			continue;
+		path = al_xprintf("%s/%s", dir, de->d_name);
+		slashed = al_xprintf("%s/", path);
+		if (lstat(path, &st) == 0 &&
+		    (rc = git_ignore_path_is_ignored(&ignored, g->repo,
+						     S_ISDIR(st.st_mode) ? slashed : path)) == 0 &&
+		    !ignored) {
+			if (S_ISDIR(st.st_mode))
+				rc = nested_repo(path) ? add_nested_repo(g, index, slashed)
+						       : add_plain_dir(g, index, path);
+			else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
+				rc = git_index_add_bypath(index, path);
+		}
+		free(slashed);
+		free(path);
+	}
+	closedir(d);
+	return rc;
+}
+
 static int add_nested_repo(struct al_git *g, git_index *index, const char *path)
 {
 	char *dir = al_strndup(path, strlen(path) - 1);
@@ -169,8 +231,9 @@ static int add_nested_repo(struct al_git *g, git_index *index, const char *path)
 	git_oid head;
 	int rc = 0;
 
-	if (git_repository_open(&sub, dir) == 0 &&
-	    git_reference_name_to_id(&head, sub, "HEAD") == 0) {
+	if (git_repository_open(&sub, dir) < 0) {
+		rc = add_plain_dir(g, index, dir); /* its .git is no repository */
+	} else if (git_reference_name_to_id(&head, sub, "HEAD") == 0) {
 		rc = git_index_add_bypath(index, dir);
 	} else {
 		size_t i = 0;
@@ -591,6 +654,14 @@ static bool watch_skip(const char *rel, void *data)
 	return skip;
 }
 
+/* What directory `rel` is to the watch: left out (watch_skip), a nested repository, or watched. */
+static enum al_watch_kind watch_kind(const char *rel, void *data)
+{
+	if (watch_skip(rel, data))
+		return AL_WATCH_SKIP;
+	return nested_repo(rel) ? AL_WATCH_REPO : AL_WATCH_DIR;
+}
+
 /* Whether a file's stat data says it is as it was (its inode, size and mtime). */
 static bool same_file(const struct stat *a, const struct stat *b)
 {
@@ -761,7 +832,7 @@ static bool outside_changed(struct al_git *g, git_index *index)
 static void watch_start(struct al_git *g)
 {
 	al_watch_free(g->watch);
-	if (!(g->watch = al_watch_start(watch_skip, g)))
+	if (!(g->watch = al_watch_start(watch_kind, g)))
 		g->watch_off = true; /* no inotify, or its limit reached: full scans */
 	g->watch_pid = getpid();
 }

@@ -32,7 +32,7 @@ struct al_watch {
 	size_t nchanged, changed_alloc;
 	size_t events, max_events; /* max_events 0: no limit */
 	size_t watches, max_watches; /* max_watches 0: the kernel's limit only */
-	al_watch_skip_fn skip;
+	al_watch_kind_fn kind;
 	void *data;
 	dev_t local_dev; /* the last device found not to be shared */
 	bool local_known;
@@ -47,17 +47,6 @@ static void changed(struct al_watch *w, char *path)
 {
 	AL_GROW(w->changed, w->nchanged, w->changed_alloc);
 	w->changed[w->nchanged++] = path;
-}
-
-/* Whether directory `rel` holds a ".git" entry: a repository of its own. */
-static bool has_repo(const char *rel)
-{
-	struct stat st;
-	char *p = join(rel, ".git");
-	bool yes = lstat(p, &st) == 0;
-
-	free(p);
-	return yes;
 }
 
 /*
@@ -88,18 +77,19 @@ static bool on_shared_fs(struct al_watch *w, int fd)
  */
 static void add_dir(struct al_watch *w, const char *rel, bool report)
 {
+	enum al_watch_kind kind = *rel ? w->kind(rel, w->data) : AL_WATCH_DIR;
+	bool repo = kind == AL_WATCH_REPO;
 	DIR *d;
 	struct dirent *de;
-	bool repo = false;
 	int wd;
 
 	if (w->broken)
 		return;
-	if (*rel && (repo = has_repo(rel)) && report) {
+	if (repo && report) {
 		w->broken = true; /* a repository appeared: the full scan records it */
 		return;
 	}
-	if (*rel && w->skip(rel, w->data))
+	if (kind == AL_WATCH_SKIP)
 		return;
 	if (w->max_watches && w->watches >= w->max_watches) {
 		errno = ENOSPC; /* the test hook's watch limit */
@@ -149,9 +139,13 @@ static void add_dir(struct al_watch *w, const char *rel, bool report)
 		char *path;
 		bool dir;
 
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    (!*rel && !strcmp(de->d_name, ".git")))
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		if (!strcmp(de->d_name, ".git")) { /* git's, not the tree's */
+			if (report)
+				w->broken = true; /* a repository may have appeared */
+			continue;
+		}
 		if (!report && de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
 			continue; /* a file, and nothing to report: no path to make */
 		path = join(rel, de->d_name);
@@ -172,12 +166,12 @@ static void add_dir(struct al_watch *w, const char *rel, bool report)
 	closedir(d);
 }
 
-struct al_watch *al_watch_start(al_watch_skip_fn skip, void *data)
+struct al_watch *al_watch_start(al_watch_kind_fn kind, void *data)
 {
 	struct al_watch *w = al_calloc(1, sizeof(*w));
 	int saved;
 
-	w->skip = skip;
+	w->kind = kind;
 	w->data = data;
 #ifdef AILOOP_TEST_HOOKS
 	{

@@ -7,10 +7,10 @@
 /*
  * What changed in the work tree (the current directory) since the last
  * look, known from inotify instead of a scan of every file: the idea of
- * git's fsmonitor. Every directory is watched but .git, and those `skip`
- * names (ignored ones); of a directory that holds a repository of its own
- * (a ".git" entry), only its ".git" entry. A directory created (or moved
- * in) while watched is watched in turn and everything in it reported.
+ * git's fsmonitor. Every directory is watched but .git, and those `kind`
+ * leaves out (ignored ones); of a repository of its own, only its ".git"
+ * entry. A directory created (or moved in) while watched is watched in
+ * turn and everything in it reported.
  *
  * The watch can stop being trusted: a queue overflow, a watch it could not
  * add (the limit reached), a directory moved away (the paths its watches
@@ -22,8 +22,13 @@
  */
 struct al_watch;
 
-/* Whether the directory `rel` (relative, no final slash) is to be left unwatched. */
-typedef bool (*al_watch_skip_fn)(const char *rel, void *data);
+/* What the directory `rel` (relative, no final slash) is to the watch. */
+enum al_watch_kind {
+	AL_WATCH_DIR,  /* watched, and what is below it */
+	AL_WATCH_SKIP, /* left unwatched, and what is below it */
+	AL_WATCH_REPO, /* a repository of its own: only its ".git" entry is watched */
+};
+typedef enum al_watch_kind (*al_watch_kind_fn)(const char *rel, void *data);
 
 /*
  * Starts watching; NULL (errno set) if it cannot: no inotify, the watch
@@ -33,7 +38,7 @@ typedef bool (*al_watch_skip_fn)(const char *rel, void *data);
  * between two looks count as an overflow, and AILOOP_WATCH_MAX_DIRS=N a
  * watch limit of N directories (=+N: N more than the watch started with).
  */
-struct al_watch *al_watch_start(al_watch_skip_fn skip, void *data);
+struct al_watch *al_watch_start(al_watch_kind_fn kind, void *data);
 /*
  * The relative paths that changed since the last call (or the start),
  * sorted, each once, into *paths (free with al_strv_free); a path may be a

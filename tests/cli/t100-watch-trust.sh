@@ -4,7 +4,8 @@
 # (a rule dropped from .gitignore, a file force-added under an ignored
 # directory, a nested repository losing its .git), a hard link written
 # through its other name, git's configuration changed — still makes the
-# commits a full scan (AILOOP_WATCH=0) and `git add -A` make; a file
+# commits a full scan (AILOOP_WATCH=0) and `git add -A` make, as does a
+# .git entry that is no repository (its directory is a plain one); a file
 # marked assume-unchanged is left as the index has it, as git add leaves it;
 # and directories deeper than libgit2's status pass reads are named, with
 # what to do.
@@ -92,6 +93,15 @@ both_ways unnested '' \
 expect_eq "$(git show HEAD:sub/a.txt)" changed \
 	"a nested repository that lost its .git: its files are committed as the directory's"
 expect_eq "${ways:2:1}" f "a nested repository's .git removed: a full scan"
+
+# --- a .git entry that is no repository: the directory is one like any other --------
+both_ways not-a-repo '' \
+	'mkdir -p lib/.git app && echo code >lib/lib.c && echo "gitdir: ../gone/modules/app" >app/.git && echo code >app/main.c' \
+	'echo more >>lib/lib.c && echo new >lib/new.c && echo more >>app/main.c'
+expect_eq "$(git ls-tree -r --name-only HEAD -- lib app | tr '\n' ' ')" "app/main.c lib/lib.c lib/new.c " \
+	"an empty .git directory, a .git file naming nothing: their directories' files are committed"
+expect_eq "$(git show HEAD:lib/lib.c | tr '\n' ' ')" "code more " "and their later changes"
+expect_not_in "$err" "without a commit" "and no warning calls them repositories"
 
 # --- a hard link written through its other name ------------------------------------
 both_ways hard-link 'echo v1 >a.txt' 'mkdir copy && ln a.txt copy/a.txt' 'echo v2 >>copy/a.txt'

@@ -1,9 +1,19 @@
 #include "ailoop/watch.h"
 #include "unit.h"
 
-static bool skip_named(const char *rel, void *data)
+/* `data` names the directory to leave out; one holding a .git entry is a repository */
+static enum al_watch_kind skip_named(const char *rel, void *data)
 {
-	return data && !strcmp(rel, (const char *)data);
+	struct al_strbuf git = AL_STRBUF_INIT;
+	struct stat st;
+	bool repo;
+
+	if (data && !strcmp(rel, (const char *)data))
+		return AL_WATCH_SKIP;
+	al_strbuf_addf(&git, "%s/.git", rel);
+	repo = lstat(git.buf, &st) == 0;
+	al_strbuf_release(&git);
+	return repo ? AL_WATCH_REPO : AL_WATCH_DIR;
 }
 
 /* The paths the watch reports now, joined by spaces; "broken" if it cannot be trusted. */
