@@ -35,6 +35,12 @@ int al_git_fail(const char *what)
 		return al_err(AL_ERROR, "%s: %s (git's split index; 'git config core.splitIndex "
 			      "false && git update-index --no-split-index' makes it whole)", what,
 			      why);
+	/* an index damaged (by an agent, a tool that died writing it): git rebuilds one from HEAD */
+	if (strstr(why, "invalid data in index") || strstr(why, "failed to parse index") ||
+	    strstr(why, "failed to read index"))
+		return al_err(AL_ERROR, "%s: %s (the index, .git/index, is damaged: 'rm .git/index "
+			      "&& git reset' makes it anew from HEAD and leaves the work tree as it "
+			      "is)", what, why);
 	if (strstr(why, "extensions.objectformat"))
 		return al_err(AL_ERROR, "%s: %s (a repository of SHA-256 object names, which "
 			      "libgit2 %d.%d does not read)", what, why, LIBGIT2_VER_MAJOR,

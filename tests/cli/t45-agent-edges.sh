@@ -4,7 +4,8 @@
 # step; a prompt too long for a command-line argument and an output path
 # turned into a directory are agent errors, not a paused run; an agent
 # that fails on a full disk pauses the run; FIFOs an agent leaves where
-# ailoop writes do not hold it.
+# ailoop writes do not hold it; an index an agent damaged pauses the run
+# with the way to mend it.
 . "$(dirname "$0")/lib.sh"
 
 # --- SIGINT at random instants of a loop of trivial agents: exit 3, paused -------
@@ -256,5 +257,24 @@ expect_eq "$(output 1)" "written by call 1" "the output a call wrote is its outp
 expect_eq "$(output 2)" "$TEST_TMP/outside.md" "a call that linked its output elsewhere: the link is committed"
 expect_eq "$(output 3)" "printed by call 3" "the next call's output is what it printed, not the link's"
 expect_eq "$(cat "$TEST_TMP/outside.md")" "kept" "the file the link named is left as it was"
+
+# --- an index an agent damaged: the run pauses, says how to mend it, and resumes -----
+R=$TEST_TMP/damaged-index
+new_repo "$R" && mkdir -p "$R/.ai-loop/agents"
+printf -- '---\nname: damage\ncommand: head -c 200 /dev/zero >.git/index; echo x >>README\n---\n' \
+	>"$R/.ai-loop/agents/damage.md"
+printf -- '---\nname: changed\ncommand: grep -q x README\n---\n' >"$R/.ai-loop/agents/changed.md"
+printf 'version: 1\nflow:\n  id: m\n  type: loop\n  controller: builtin:all-pass\n  sensors: [.ai-loop/agents/changed.md]\n  actuator: {agent: .ai-loop/agents/damage.md}\n' \
+	>"$R/.ai-loop/flow.yaml"
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run x
+expect_rc 70 "an agent damaged the index: the run pauses"
+expect_in "$err" "(the index, .git/index, is damaged: 'rm .git/index && git reset' makes it anew from HEAD and leaves the work tree as it is)" \
+	"an agent damaged the index: how to mend it"
+rm .git/index && git reset -q
+run "$AILOOP" resume
+expect_rc 0 "the index made anew: the run resumes and completes"
+expect_eq "$(git show HEAD:README | tail -1)" x "the agent's change is committed"
 
 finish
