@@ -870,6 +870,9 @@ static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, ch
 		al_strv_free(*paths, *n); /* the full scan sees it all */
 		*paths = NULL;
 		*n = 0;
+	} else if (g->watch) { /* no longer trusted: a new one, before the scan */
+		al_watch_free(g->watch);
+		g->watch = NULL;
 	}
 	return false;
 }
@@ -953,12 +956,12 @@ int al_git_stage_all(struct al_git *g, git_index *index, const char *own_dir, bo
 			usleep(10000u << attempt); /* 20 ms, doubling: 0.62 s in all */
 		rc = git_index_read(index, attempt > 0 || reread);
 		/*
-		 * A new watch, before the scan, for the next commit: it leaves
-		 * out what is unwatched now (an ignored directory that the index
-		 * just read holds no file of, a nested repository), which may not
-		 * be what the old one left out.
+		 * A new watch, before the scan, for the next commit, where there
+		 * is none or the old one left out a directory it would not now
+		 * (an ignore rule dropped, a file the index just read tracked
+		 * below it).
 		 */
-		if (attempt == 0 && !g->watch_off)
+		if (attempt == 0 && !g->watch_off && (!g->watch || !al_watch_skips_hold(g->watch)))
 			watch_start(g);
 		if (rc == 0)
 			rc = stage_changes(g, index, own_dir, &staged);

@@ -28,6 +28,8 @@ struct al_watch {
 	char **dirs;           /* by watch descriptor: the directory's relative path */
 	bool *repo;            /* by watch descriptor: a nested repository's top */
 	size_t ndirs;
+	char **skipped;        /* the directories `kind` left out, as they were then */
+	size_t nskipped, skipped_alloc;
 	char **changed;        /* since the last take */
 	size_t nchanged, changed_alloc;
 	size_t events, max_events; /* max_events 0: no limit */
@@ -89,8 +91,11 @@ static void add_dir(struct al_watch *w, const char *rel, bool report)
 		w->broken = true; /* a repository appeared: the full scan records it */
 		return;
 	}
-	if (kind == AL_WATCH_SKIP)
+	if (kind == AL_WATCH_SKIP) {
+		AL_GROW(w->skipped, w->nskipped, w->skipped_alloc);
+		w->skipped[w->nskipped++] = al_strdup(rel);
 		return;
+	}
 	if (w->max_watches && w->watches >= w->max_watches) {
 		errno = ENOSPC; /* the test hook's watch limit */
 		w->broken = true;
@@ -254,6 +259,14 @@ static void event(struct al_watch *w, const struct inotify_event *ev)
 	changed(w, join(dir, ev->name));
 }
 
+bool al_watch_skips_hold(struct al_watch *w)
+{
+	for (size_t i = 0; i < w->nskipped; i++)
+		if (w->kind(w->skipped[i], w->data) != AL_WATCH_SKIP)
+			return false;
+	return true;
+}
+
 int al_watch_take(struct al_watch *w, char ***paths, size_t *n)
 {
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -303,6 +316,7 @@ void al_watch_free(struct al_watch *w)
 	if (w->fd >= 0)
 		close(w->fd);
 	al_strv_free(w->dirs, w->ndirs);
+	al_strv_free(w->skipped, w->nskipped);
 	free(w->repo);
 	al_strv_free(w->changed, w->nchanged);
 	free(w);

@@ -46,6 +46,11 @@ struct al_watch *al_watch_start(al_watch_kind_fn kind, void *data);
  * trusted (it stays so).
  */
 int al_watch_take(struct al_watch *w, char ***paths, size_t *n);
+/*
+ * Whether every directory the watch left out would be left out now: an
+ * ignore rule dropped, a file tracked below one, make a new watch due.
+ */
+bool al_watch_skips_hold(struct al_watch *w);
 /* Closes the watch (only this process's descriptor: a forked child's copy leaves the parent's watch alone). */
 void al_watch_free(struct al_watch *w);
 

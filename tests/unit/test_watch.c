@@ -148,3 +148,20 @@ Test(watch, fails_at_the_watch_limit, .init = unit_enter_tmpdir, .fini = unit_le
 	expect_taken(w, "broken");
 	al_watch_free(w);
 }
+
+Test(watch, knows_whether_what_it_left_out_would_be_left_out_now, .init = unit_enter_tmpdir,
+     .fini = unit_leave_tmpdir)
+{
+	char skip[] = "ign";
+	struct al_watch *w;
+
+	unit_write("ign/a.txt", "a\n");
+	unit_write("kept/b.txt", "b\n");
+	w = started(skip);
+	cr_assert(al_watch_skips_hold(w), "nothing changed: the same directories left out");
+	unit_write("ign/c.txt", "c\n");
+	expect_taken(w, ""); /* left out: not watched */
+	skip[0] = '\0'; /* ign is no longer to be left out (a rule dropped, a file tracked) */
+	cr_assert_not(al_watch_skips_hold(w), "a directory it left out would be watched now");
+	al_watch_free(w);
+}
