@@ -157,12 +157,6 @@ static int stage_own_files(struct al_git *g, git_index *index, const char *dir)
 }
 
 /*
- * A git repository in the work tree that the index does not know (an agent
- * cloned or made one): recorded as `git add` records it, a gitlink to the
- * commit checked out in it. One without a commit has nothing to link to:
- * it is left out, and said so once.
- */
-/*
  * Whether directory `dir` holds a repository of its own as git sees one:
  * a .git entry that opens as a repository (an empty .git directory, or a
  * .git file naming a directory that is gone, is none).
@@ -224,6 +218,13 @@ static int add_plain_dir(struct al_git *g, git_index *index, const char *dir)
 	return rc;
 }
 
+/*
+ * A git repository in the work tree that the index does not know (an agent
+ * cloned or made one): recorded as `git add` records it, a gitlink to the
+ * commit checked out in it. One without a commit has nothing to link to:
+ * it is left out, and said so once. A .git entry that is no repository
+ * makes a plain directory (add_plain_dir).
+ */
 static int add_nested_repo(struct al_git *g, git_index *index, const char *path)
 {
 	char *dir = al_strndup(path, strlen(path) - 1);
