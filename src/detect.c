@@ -14,7 +14,11 @@
  * project: for `ailoop setup`.
  */
 
-/* Whether the Makefile `path` has a rule for `target` at the start of a line. */
+/*
+ * Whether the Makefile `path` has a rule for `target`: a line (not a
+ * recipe's) whose targets before its ':' name it ("test:", "test check:",
+ * "test::"), not an assignment (":=", "::=", or an '=' before the ':').
+ */
 static bool make_has(const char *path, const char *target)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
@@ -24,12 +28,19 @@ static bool make_has(const char *path, const char *target)
 	if (al_strbuf_read_file(&sb, path, 1 << 20) < 0)
 		return false;
 	for (const char *p = sb.buf; p && *p && !found; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (strncmp(p, target, tl))
-			continue;
-		const char *q = p + tl;
+		size_t len = strcspn(p, "\n"), colon = strcspn(p, ":\n");
 
-		q += strspn(q, " \t");
-		found = *q == ':' && q[1] != '=';
+		if (*p == '\t' || *p == '#' || colon >= len || memchr(p, '=', colon) ||
+		    p[colon + 1] == '=' || (p[colon + 1] == ':' && p[colon + 2] == '='))
+			continue;
+		for (size_t i = 0; i < colon && !found;) {
+			size_t w;
+
+			i += strspn(p + i, " \t");
+			w = strcspn(p + i, " \t:");
+			found = w == tl && !strncmp(p + i, target, tl);
+			i += w;
+		}
 	}
 	al_strbuf_release(&sb);
 	return found;

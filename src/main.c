@@ -225,6 +225,12 @@ int main(int argc, char **argv)
 			fputs("usage: ailoop help [COMMAND]\n", stderr);
 			return AL_EXIT_USAGE;
 		}
+		/* `ailoop help --help`, `ailoop help help`: help's own help is the list */
+		if (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h") ||
+		    !strcmp(argv[2], "help")) {
+			print_main_help(stdout);
+			return AL_EXIT_OK;
+		}
 		cmd = al_command_find(argv[2]);
 		if (!cmd)
 			return unknown_command(argv[2]);

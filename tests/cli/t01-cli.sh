@@ -42,6 +42,13 @@ for cmd in validate graph; do
 	expect_in "$err" "needs a value" "$cmd missing value message"
 done
 
+# help has a --help too (SPEC §1: every subcommand has one): the list of commands
+for arg in --help help; do
+	run "$AILOOP" help "$arg"
+	expect_rc 0 "help $arg"
+	expect_in "$out" "usage: ailoop <command>" "help $arg shows the commands"
+done
+
 run "$AILOOP" help nosuch
 expect_rc 64 "help for an unknown command"
 

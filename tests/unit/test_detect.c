@@ -55,6 +55,21 @@ Test(detect, a_variable_is_not_a_target)
 	cr_assert_eq(found.n, 0);
 }
 
+Test(detect, a_target_among_others_of_a_rule)
+{
+	put("Makefile", "all:\n\tcc x.c\nbuild check test: all\n\t./t\n");
+	al_detect_tests(&found);
+	cr_assert_eq(found.n, 1);
+	cr_assert_str_eq(found.v[0].command, "make test");
+}
+
+Test(detect, neither_a_recipe_line_nor_an_assignment_is_a_rule)
+{
+	put("Makefile", "all:\n\ttest: not a rule\nX = test: nor this\ntests: x\ncheck::= y\n");
+	al_detect_tests(&found);
+	cr_assert_eq(found.n, 0);
+}
+
 Test(detect, one_pytest_for_all_python_markers)
 {
 	put("pyproject.toml", "");
