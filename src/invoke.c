@@ -461,10 +461,10 @@ int al_call_finish(struct al_call *call)
 	if (rc < 0)
 		return rc;
 	if (call->run && !r->interrupted)
-		al_run_event(call->run, "agent", "{s:s, s:s, s:s, s:s?, s:I, s:i, s:b}", "node",
+		al_run_event(call->run, "agent", "{s:s, s:s, s:s, s:s?, s:I, s:i, s:b, s:b}", "node",
 			     c->node->path, "label", c->label, "role", who, "name", c->name, "ms",
 			     (json_int_t)r->duration_ms, "exit", r->exit_code, "timed_out",
-			     r->timed_out);
+			     r->timed_out, "agent_call", al_call_is_agent(c));
 	if (r->strays)
 		al_progress_note(call->progress, "ailoop: [%s] %s: stopped %d process%s that %s '%s' "
 				 "left running after it exited (log: %s)", c->label, c->node->path,

@@ -139,7 +139,9 @@ static void add_agent(struct al_report *r, struct al_report_step *s, json_t *ev)
 	struct al_report_agent *a;
 	const char *role = jstr(ev, "role"), *name = jstr(ev, "name");
 
-	r->agent_calls++;
+	/* what budgets count: not a command sensor, which ailoop runs itself */
+	if (!json_is_false(json_object_get(ev, "agent_call")))
+		r->agent_calls++;
 	for (int i = 0; i < AL_REPORT_ROLES; i++)
 		if (role && !strcmp(role, al_role_names[i]))
 			r->role_ms[i] += json_integer_value(json_object_get(ev, "ms"));

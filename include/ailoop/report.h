@@ -57,7 +57,7 @@ struct al_report {
 	size_t nsteps;
 	char *reason;         /* why it paused or failed, from the events; NULL if none */
 	char *ended_at;       /* its last event's time, or NULL */
-	size_t agent_calls;
+	size_t agent_calls;    /* as budgets count them: command sensors are not */
 	int64_t role_ms[AL_REPORT_ROLES];
 	bool events;          /* events.jsonl was there (not in a clone of the branch) */
 };

@@ -55,6 +55,9 @@ expect_in "$md" "## Iterations" "Markdown: the iterations"
 expect_in "$md" "| &nbsp;&nbsp;3.1 | suite/fix | running |" "Markdown: nested labels"
 expect_in "$md" "tests: fail (failed=3; passed=0)" "Markdown: the sensors"
 expect_not_in "$md" "<svg" "Markdown: no pictures"
+calls=$("$AILOOP" status "$id" | sed -n 's/^ *agent calls: *\([0-9]*\).*/\1/p')
+[ "$calls" -gt 0 ] && pass || fail "status counts the demo's agent calls ($calls)"
+expect_in "$md" "| agent calls | $calls |" "the report counts agent calls as status does (command sensors are not)"
 
 (cd .ai-loop && run "$AILOOP" report -o ../mine.html && echo "$rc $out" >"$TEST_TMP/o")
 expect_eq "$(cat "$TEST_TMP/o")" "0 $demo/.ai-loop/../mine.html" "-o is relative to the current directory"
