@@ -424,11 +424,39 @@ bool al_git_branch_exists(struct al_git *g, const char *name)
 	return found;
 }
 
-char *al_git_branch_free_name(struct al_git *g, const char *name)
+/* Whether some branch's name is below `name/` (git keeps refs as files: name cannot be one). */
+static bool branches_below(struct al_git *g, const char *name)
 {
-	char *candidate = al_strdup(name);
+	git_reference_iterator *it = NULL;
+	git_reference *ref = NULL;
+	char *glob = al_xprintf("refs/heads/%s/*", name);
+	bool found = git_reference_iterator_glob_new(&it, g->repo, glob) == 0 &&
+		     git_reference_next(&ref, it) == 0;
 
-	for (int n = 2; al_git_branch_exists(g, candidate); n++) {
+	git_reference_free(ref);
+	git_reference_iterator_free(it);
+	free(glob);
+	git_error_clear();
+	return found;
+}
+
+char *al_git_branch_free_name(struct al_git *g, const char *name, char **blocker)
+{
+	char *candidate;
+
+	*blocker = NULL;
+	/* a branch named as one of its directories ("ai-loop" for "ai-loop/x"): no suffix helps */
+	for (const char *slash = strchr(name, '/'); slash; slash = strchr(slash + 1, '/')) {
+		char *dir = al_strndup(name, (size_t)(slash - name));
+
+		if (al_git_branch_exists(g, dir)) {
+			*blocker = dir;
+			return NULL;
+		}
+		free(dir);
+	}
+	candidate = al_strdup(name);
+	for (int n = 2; al_git_branch_exists(g, candidate) || branches_below(g, candidate); n++) {
 		free(candidate);
 		candidate = al_xprintf("%s-%d", name, n);
 	}

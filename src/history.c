@@ -226,6 +226,7 @@ bool al_iteration_is(const struct al_iteration *it, const char *run_id, const ch
 struct collect {
 	struct al_iteration *v;
 	size_t n, alloc;
+	const char *wanted; /* the run asked for, or NULL */
 	const char *run_id; /* the run's, from its newest commit */
 };
 
@@ -236,6 +237,10 @@ static int collect_one(const char *oid, const char *message, int64_t time, void 
 
 	if (!al_iteration_parse(&it, message))
 		return 0;
+	if (!c->n && c->wanted && (!it.run_id || strcmp(it.run_id, c->wanted))) {
+		al_iteration_release(&it); /* a later run's, above the one asked for */
+		return 0;
+	}
 	if (c->n && c->run_id && (!it.run_id || strcmp(it.run_id, c->run_id))) {
 		al_iteration_release(&it); /* an earlier run's */
 		return 1;
@@ -249,9 +254,10 @@ static int collect_one(const char *oid, const char *message, int64_t time, void 
 	return al_iteration_starts_run(&c->v[c->n - 1]);
 }
 
-int al_history_load(struct al_git *g, const char *rev, struct al_iteration **out, size_t *n)
+int al_history_load(struct al_git *g, const char *rev, const char *run_id,
+		    struct al_iteration **out, size_t *n)
 {
-	struct collect c = { NULL, 0, 0, NULL };
+	struct collect c = { NULL, 0, 0, run_id, NULL };
 	int rc = al_git_walk(g, rev, NULL, collect_one, &c);
 
 	if (rc < 0) {

@@ -227,7 +227,7 @@ int al_report_load(struct al_report *r, struct al_git *git, const struct al_run_
 		r->rev = al_xprintf("refs/heads/%s", st->branch);
 	else
 		r->rev = al_strdup("HEAD");
-	if ((rc = al_history_load(git, r->rev, &its, &n)) < 0)
+	if ((rc = al_history_load(git, r->rev, st->run_id, &its, &n)) < 0)
 		return rc;
 	r->steps = al_calloc(n + 1, sizeof(*r->steps));
 	keys = al_calloc(n + 1, sizeof(*keys));
@@ -339,7 +339,9 @@ char *al_report_next_command(const struct al_report *r)
 
 	if (al_status_resumable(st->status))
 		return al_xprintf("ailoop resume %s", st->run_id);
-	if (!strcmp(st->status, "complete") && st->branch)
+	/* a run on its base branch (--no-branch) has nothing to merge */
+	if (!strcmp(st->status, "complete") && st->branch &&
+	    (!st->base_branch || strcmp(st->base_branch, st->branch)))
 		return al_xprintf("git checkout %s && git merge %s",
 				  st->base_branch ? st->base_branch : "main", st->branch);
 	return NULL;

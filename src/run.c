@@ -89,8 +89,16 @@ done:
 	return rc;
 }
 
-/* One past today's highest run number, counting runs that died unborn. */
-static int next_number(const char *date)
+/* The next number past `id`'s, if it is a run of that day (`prefix`: "run_<date>_"). */
+static int past(const char *id, const char *prefix, int next)
+{
+	return al_starts_with(id, prefix) && atoi(id + strlen(prefix)) >= next
+		       ? atoi(id + strlen(prefix)) + 1
+		       : next;
+}
+
+/* One past today's highest run number, counting runs that died unborn and `taken`. */
+static int next_number(const char *date, char *const *taken, size_t ntaken)
 {
 	char prefix[32];
 	DIR *d = opendir(AL_RUNS_DIR);
@@ -99,14 +107,16 @@ static int next_number(const char *date)
 
 	snprintf(prefix, sizeof(prefix), "run_%s_", date);
 	while (d && (e = readdir(d)))
-		if (al_starts_with(e->d_name, prefix) && atoi(e->d_name + strlen(prefix)) >= next)
-			next = atoi(e->d_name + strlen(prefix)) + 1;
+		next = past(e->d_name, prefix, next);
 	if (d)
 		closedir(d);
+	for (size_t i = 0; i < ntaken; i++)
+		next = past(taken[i], prefix, next);
 	return next;
 }
 
-int al_run_create(struct al_run **out, const struct al_run_state *st)
+int al_run_create(struct al_run **out, const struct al_run_state *st, char *const *taken,
+		  size_t ntaken)
 {
 	char date[16], now[32], *id = NULL, *dir;
 	struct al_run *run;
@@ -120,7 +130,7 @@ int al_run_create(struct al_run **out, const struct al_run_state *st)
 	if ((rc = al_refuse_symlink(".ai-loop")) < 0 || (rc = al_refuse_symlink(AL_RUNS_DIR)) < 0 ||
 	    (rc = al_mkdirs(AL_RUNS_DIR)) < 0 || (rc = ignore_unrecorded()) < 0)
 		return rc;
-	next = next_number(date);
+	next = next_number(date, taken, ntaken);
 	for (;; next++) { /* mkdir is the arbiter between two ailoops starting at once */
 		free(id);
 		id = al_xprintf("run_%s_%03d", date, next);

@@ -132,5 +132,7 @@ int al_cli_lock_worktree(struct al_git *git, int *fd);
  */
 char *al_cli_run_on_branches(struct al_git *git, const char *wanted, bool resumable,
 			     char **branch);
+/* The ids of the runs on the run branches (ai-loop/…), checked out or not. Caller frees. */
+void al_cli_branch_run_ids(struct al_git *git, char ***ids, size_t *n);
 
 #endif

@@ -57,8 +57,13 @@ int al_git_head(struct al_git *g, char **branch, char oid[AL_OID_HEX]);
 int al_git_dirty(struct al_git *g, char **path);
 
 bool al_git_branch_exists(struct al_git *g, const char *name);
-/* `name`, or name-2, name-3… : the first that no branch has. Caller frees. */
-char *al_git_branch_free_name(struct al_git *g, const char *name);
+/*
+ * `name`, or name-2, name-3… : the first that no branch has and none is
+ * below (name/…). Caller frees. NULL if a branch is named as one of its
+ * directories, which git cannot have beside it: *blocker is that name
+ * (caller frees).
+ */
+char *al_git_branch_free_name(struct al_git *g, const char *name, char **blocker);
 /* Creates branch `name` at HEAD and checks it out, keeping the work tree. */
 int al_git_branch_create(struct al_git *g, const char *name);
 /*

@@ -91,8 +91,11 @@ void al_iteration_release(struct al_iteration *it);
  * back to the run's first commit ([run-start]; for commits of older
  * versions, iteration 0 of a level-0 node), or to the first commit of
  * another run. Commits that are not ailoop's (an agent's own) are skipped.
+ * With `run_id`, that run's: later runs' commits above it are passed over
+ * (runs that share a branch, with --no-branch).
  */
-int al_history_load(struct al_git *g, const char *rev, struct al_iteration **out, size_t *n);
+int al_history_load(struct al_git *g, const char *rev, const char *run_id,
+		    struct al_iteration **out, size_t *n);
 void al_history_free(struct al_iteration *its, size_t n);
 
 #endif

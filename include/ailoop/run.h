@@ -32,9 +32,12 @@ struct al_run {
 /*
  * Creates a new run directory with the next free id for today, takes its
  * lock and writes its run-state.md. The other fields of `st` (task, flow, branch…) are
- * copied in; status starts as running.
+ * copied in; status starts as running. An id is free if no directory of
+ * the runs has it, nor any of the `ntaken` ids of `taken` (runs elsewhere:
+ * on branches not checked out).
  */
-int al_run_create(struct al_run **out, const struct al_run_state *st);
+int al_run_create(struct al_run **out, const struct al_run_state *st, char *const *taken,
+		  size_t ntaken);
 /* Opens an existing run by id and reads its state. */
 int al_run_open(struct al_run **out, const char *id);
 void al_run_free(struct al_run *run);

@@ -88,26 +88,31 @@ static void print_end(const struct printer *p)
 }
 
 /*
- * The first commit of the run that ends at `rev`, as its run-state.md there
- * records it (start-commit): found without a walk of the history. False if
- * it is not recorded (older versions; a run killed before its second
- * commit) or not the run's first commit (history rewritten).
+ * The first commit of the run that ends at `rev` (or of run `wanted`, on
+ * that branch), as its run-state.md there records it (start-commit):
+ * found without a walk of the history. False if it is not recorded (older
+ * versions; a run killed before its second commit) or not the run's first
+ * commit (history rewritten).
  */
-static bool find_start(struct al_git *git, const char *rev, struct al_iteration *start)
+static bool find_start(struct al_git *git, const char *rev, const char *wanted,
+		       struct al_iteration *start)
 {
-	struct al_iteration tip;
+	struct al_iteration tip = { 0 };
 	struct al_strbuf text = AL_STRBUF_INIT;
 	struct al_run_state st = { 0 };
 	char *msg = NULL, *path = NULL;
+	const char *id = wanted;
 	int64_t time = 0;
 	bool found = false;
 
-	if (al_git_is_shallow(git) || al_git_message(git, rev, &msg) < 0)
+	if (al_git_is_shallow(git))
 		goto done;
-	if (!al_iteration_parse(&tip, msg))
+	if (!id && (al_git_message(git, rev, &msg) < 0 || !al_iteration_parse(&tip, msg)))
 		goto done;
-	if (tip.run_id) {
-		path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, tip.run_id);
+	if (!id)
+		id = tip.run_id;
+	if (id) {
+		path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, id);
 		if (al_git_read(git, rev, path, &text) == 0 &&
 		    al_run_state_parse(&st, path, text.buf, text.len) == 0 && st.start_commit &&
 		    strlen(st.start_commit) == AL_OID_HEX - 1) {
@@ -116,7 +121,7 @@ static bool find_start(struct al_git *git, const char *rev, struct al_iteration 
 			if (al_git_message_time(git, st.start_commit, &msg, &time) == 0 &&
 			    al_iteration_parse(start, msg)) {
 				found = start->run_start && start->run_id &&
-					!strcmp(start->run_id, tip.run_id);
+					!strcmp(start->run_id, id);
 				if (found) {
 					memcpy(start->oid, st.start_commit, AL_OID_HEX);
 					start->time = time;
@@ -200,7 +205,7 @@ int cmd_log(int argc, char **argv)
 		{ "help", no_argument, NULL, 0 },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *branch = NULL, *node = "";
+	const char *branch = NULL, *node = "", *wanted;
 	bool json = false, oneline = false;
 	struct al_iteration *its = NULL;
 	struct al_git *git = NULL;
@@ -249,13 +254,14 @@ int cmd_log(int argc, char **argv)
 		}
 	}
 	rev = branch ? al_xprintf("refs/heads/%s", branch) : al_strdup("HEAD");
-	if (find_start(git, rev, &start)) {
+	wanted = optind < argc ? argv[optind] : NULL; /* runs may share a branch (--no-branch) */
+	if (find_start(git, rev, wanted, &start)) {
 		if ((rc = stream(git, rev, &p, &start)) < 0)
 			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
 		print_end(&p);
 		goto done;
 	}
-	if ((rc = al_history_load(git, rev, &its, &n)) < 0) {
+	if ((rc = al_history_load(git, rev, wanted, &its, &n)) < 0) {
 		code = al_cli_fail(rc == AL_ENOTFOUND ? AL_EXIT_NOINPUT : AL_EXIT_SOFTWARE, "%s",
 				   al_errmsg());
 		goto done;

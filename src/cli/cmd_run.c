@@ -336,6 +336,8 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	struct al_git *git = NULL;
 	struct al_run *run = NULL;
 	char oid[AL_OID_HEX], sha[65], *base = NULL, *branch = NULL, *dirty = NULL, *name;
+	char **taken = NULL;
+	size_t ntaken = 0;
 	int rc, code, lock_fd = -1;
 
 	if ((rc = al_git_open(&git)) < 0 || (rc = al_git_head(git, &base, oid)) < 0) {
@@ -355,11 +357,20 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	if (o->no_branch && base) {
 		branch = al_strdup(base);
 	} else if (!o->no_branch) {
-		char *s = slug(task);
+		char *s = slug(task), *blocker = NULL;
 
 		name = al_xprintf("ai-loop/%s", s);
-		branch = al_git_branch_free_name(git, name);
+		branch = al_git_branch_free_name(git, name, &blocker);
 		free(s);
+		if (!branch) { /* before anything of the run is written */
+			code = al_cli_fail(AL_EXIT_USAGE, "the branch '%s' is in the way of the run's "
+					   "branch '%s': git cannot have both; rename it ('git branch "
+					   "-m %s NEW') or run with --no-branch", blocker, name,
+					   blocker);
+			free(blocker);
+			free(name);
+			goto done;
+		}
 		free(name);
 	} /* else no branch: the run follows a detached HEAD */
 	if (!base)
@@ -372,8 +383,12 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	init.branch = branch;
 	init.base_branch = base;
 	al_signals_install(); /* from here on a signal pauses the run, whenever it comes */
+	/* a run id another branch's run has is not free, though its directory is not here */
+	al_cli_branch_run_ids(git, &taken, &ntaken);
+	rc = al_run_create(&run, &init, taken, ntaken);
+	al_strv_free(taken, ntaken);
 	/* the run records its branch first: a resume can make a branch never made */
-	if ((rc = al_run_create(&run, &init)) < 0 ||
+	if (rc < 0 ||
 	    (!o->no_branch && (rc = al_git_branch_create(git, branch)) < 0) ||
 	    (rc = al_git_follow(git)) < 0) {
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());

@@ -228,6 +228,31 @@ char *al_cli_run_on_branches(struct al_git *git, const char *wanted, bool resuma
 	return found;
 }
 
+void al_cli_branch_run_ids(struct al_git *git, char ***ids, size_t *n)
+{
+	char **branches;
+	size_t nb, alloc = 0;
+
+	*ids = NULL;
+	*n = 0;
+	if (al_git_branches(git, "ai-loop/", &branches, &nb) < 0)
+		return;
+	for (size_t b = 0; b < nb; b++) {
+		char *rev = al_xprintf("refs/heads/%s", branches[b]), **names = NULL;
+		size_t k = 0;
+
+		if (al_git_ls(git, rev, AL_RUNS_DIR, &names, &k) < 0)
+			k = 0;
+		for (size_t i = 0; i < k; i++) {
+			AL_GROW(*ids, *n, alloc);
+			(*ids)[(*n)++] = names[i];
+		}
+		free(names);
+		free(rev);
+	}
+	al_strv_free(branches, nb);
+}
+
 void al_cli_lost(struct al_git *g, const char *rev, const char *dir, const char *skip,
 		 const char *named_in, struct al_strbuf *paths)
 {

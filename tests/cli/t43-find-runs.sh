@@ -3,7 +3,10 @@
 # with SIGKILL resumes; `ailoop log RUN-ID` and `ailoop status` on the base
 # branch find a run on its ai-loop/* branch; `ailoop log` in a shallow clone
 # shows what the clone holds and says what is missing. A run whose branch
-# was renamed is refused with the way to name it back.
+# was renamed is refused with the way to name it back. A run's id is not
+# one a run on another branch has; a branch in the way of the run's is
+# refused before anything is written; two --no-branch runs on one branch
+# each have their own log and report.
 . "$(dirname "$0")/lib.sh"
 
 export GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
@@ -149,5 +152,61 @@ git branch -m mine ai-loop/fix-all
 run "$AILOOP" resume
 expect_rc 0 "named back: the resume completes"
 expect_eq "$(triples "$R")" "$(triples "$TEST_TMP/renamed-ref")" "named back: the run's history"
+
+# --- a run id taken on another branch is not free ------------------------------------
+R=$TEST_TMP/ids
+new_repo "$R"
+command_agents "$R" 'test -f fixed' 'touch fixed'
+one_loop "$R" act.md
+commit_all "$R"
+git -C "$R" worktree add -q "$TEST_TMP/ids-wt" -b other
+(cd "$TEST_TMP/ids-wt" && "$AILOOP" run --quiet "first task" >/dev/null 2>&1)
+cd "$R"
+run "$AILOOP" run --quiet "second task"
+expect_rc 0 "a second run, beside the first one's worktree"
+first=$(git ls-tree --name-only ai-loop/first-task .ai-loop/runs/ | grep run_)
+second=$(git ls-tree --name-only ai-loop/second-task .ai-loop/runs/ | grep run_)
+[ -n "$first" ] && [ "$first" != "$second" ] && pass ||
+	fail "the run on another branch keeps its id: the new run has another ($first, $second)"
+
+# --- a branch in the way of the run's: refused, nothing written ------------------------
+R=$TEST_TMP/in-the-way
+new_repo "$R"
+command_agents "$R" 'test -f fixed' 'touch fixed'
+one_loop "$R" act.md
+commit_all "$R"
+cd "$R"
+git branch ai-loop
+run "$AILOOP" run "fix it"
+expect_rc 64 "a branch named ai-loop: the run is refused"
+expect_in "$err" "the branch 'ai-loop' is in the way of the run's branch 'ai-loop/fix-it': git cannot have both; rename it ('git branch -m ai-loop NEW') or run with --no-branch" \
+	"a branch named ai-loop: which, and what to do"
+expect_eq "$(git status --porcelain)" "" "a branch named ai-loop: nothing is written"
+git branch -D -q ai-loop
+git branch ai-loop/fix-it/sub
+run "$AILOOP" run --quiet "fix it"
+expect_rc 0 "a branch below the run's name: the run takes the next name"
+expect_eq "$(git branch --show-current)" "ai-loop/fix-it-2" "a branch below the run's name: ai-loop/fix-it-2"
+
+# --- two --no-branch runs on one branch: each its own log and report -------------------
+R=$TEST_TMP/shared-branch
+new_repo "$R"
+command_agents "$R" 'test -f fixed' 'touch fixed'
+one_loop "$R" act.md
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run --quiet --no-branch "one"
+expect_rc 0 "the first --no-branch run"
+one=$(git log -1 --format=%B | sed -n 's/^\[run\] //p')
+git rm -q fixed && git commit -q -m undo
+run "$AILOOP" run --quiet --no-branch "two"
+expect_rc 0 "the second --no-branch run, on the same branch"
+run "$AILOOP" log "$one" --oneline
+expect_eq "$(printf '%s\n' "$out" | cut -d' ' -f1 | tr '\n' ' ')" \
+	"$(git log --format=%h --abbrev=9 --reverse --grep="^\[run\] $one\$" | tr '\n' ' ')" \
+	"log of the first run: its own commits, not the second's above them"
+run "$AILOOP" report "$one" --format md -o "$TEST_TMP/one.md"
+expect_in "$(cat "$TEST_TMP/one.md")" "| iterations | 3 |" "report of the first run: its iterations"
+expect_not_in "$(cat "$TEST_TMP/one.md")" "git merge main" "report of a run on its base branch: nothing to merge"
 
 finish

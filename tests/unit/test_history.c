@@ -335,7 +335,7 @@ Test(history, load_returns_the_last_run_oldest_first)
 
 	make_repo();
 	cr_assert_eq(al_git_open(&g), 0, "%s", al_errmsg());
-	cr_assert_eq(al_history_load(g, "HEAD", &its, &n), 0, "%s", al_errmsg());
+	cr_assert_eq(al_history_load(g, "HEAD", NULL, &its, &n), 0, "%s", al_errmsg());
 	cr_assert_eq(n, 4, "got %zu iterations", n);
 	for (size_t i = 0; i < n; i++) {
 		cr_assert_str_eq(its[i].label, labels[i]);
@@ -350,7 +350,7 @@ Test(history, load_returns_the_last_run_oldest_first)
 	al_history_free(its, n);
 
 	/* from an earlier commit: the run as it was then */
-	cr_assert_eq(al_history_load(g, "HEAD~3", &its, &n), 0, "%s", al_errmsg());
+	cr_assert_eq(al_history_load(g, "HEAD~3", NULL, &its, &n), 0, "%s", al_errmsg());
 	cr_assert_eq(n, 2);
 	cr_assert_str_eq(its[0].label, "0");
 	cr_assert_str_eq(its[1].label, "1.0");
@@ -370,7 +370,7 @@ Test(history, load_without_a_first_iteration_walks_to_the_root)
 	commit_iteration("root/child", "1.1", "resumed mid-way");
 	commit_iteration("root", "1", "then the root");
 	cr_assert_eq(al_git_open(&g), 0, "%s", al_errmsg());
-	cr_assert_eq(al_history_load(g, "HEAD", &its, &n), 0, "%s", al_errmsg());
+	cr_assert_eq(al_history_load(g, "HEAD", NULL, &its, &n), 0, "%s", al_errmsg());
 	cr_assert_eq(n, 2);
 	cr_assert_str_eq(its[0].label, "1.1");
 	cr_assert_str_eq(its[1].label, "1");
@@ -387,11 +387,11 @@ Test(history, load_of_an_unknown_revision_fails)
 	git("init -q");
 	commit_text("Initial commit\n");
 	cr_assert_eq(al_git_open(&g), 0, "%s", al_errmsg());
-	cr_assert_eq(al_history_load(g, "no-such-branch", &its, &n), AL_ENOTFOUND);
+	cr_assert_eq(al_history_load(g, "no-such-branch", NULL, &its, &n), AL_ENOTFOUND);
 	cr_assert_null(its);
 	cr_assert_eq(n, 0);
 	cr_assert_not_null(strstr(al_errmsg(), "no-such-branch"), "%s", al_errmsg());
-	cr_assert_eq(al_history_load(g, "HEAD", &its, &n), 0);
+	cr_assert_eq(al_history_load(g, "HEAD", NULL, &its, &n), 0);
 	cr_assert_eq(n, 0, "no ailoop commits, no iterations");
 	al_history_free(its, n);
 	al_git_free(g);

@@ -65,7 +65,7 @@ Test(run, create_makes_the_directory_state_and_lock)
 	struct al_run_state st;
 	char *id = id_for(1), *dir, *lock, *pid;
 
-	cr_assert_eq(al_run_create(&run, &params), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&run, &params, NULL, 0), 0, "%s", al_errmsg());
 	cr_assert_str_eq(run->st.run_id, id);
 	dir = al_xprintf(".ai-loop/runs/%s", id);
 	cr_assert_str_eq(run->dir, dir);
@@ -105,15 +105,15 @@ Test(run, ids_count_up_within_a_day)
 	char **ids;
 	size_t n;
 
-	cr_assert_eq(al_run_create(&run, &params), 0, "%s", al_errmsg());
-	cr_assert_eq(al_run_create(&second, &params), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&run, &params, NULL, 0), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&second, &params, NULL, 0), 0, "%s", al_errmsg());
 	cr_assert_str_eq(run->st.run_id, id1);
 	cr_assert_str_eq(second->st.run_id, id2);
 
 	/* a gap and another day's runs: the next is one past today's highest */
 	cr_assert_eq(mkdir(dir6, 0755), 0);
 	cr_assert_eq(mkdir(".ai-loop/runs/run_20000101_042", 0755), 0);
-	cr_assert_eq(al_run_create(&third, &params), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&third, &params, NULL, 0), 0, "%s", al_errmsg());
 	cr_assert_str_eq(third->st.run_id, id7);
 
 	/* a directory without run-state.md (a run that died unborn) is no run */
@@ -153,7 +153,7 @@ Test(run, open_reads_an_existing_run)
 	struct al_run *again = NULL;
 	char *id;
 
-	cr_assert_eq(al_run_create(&run, &params), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&run, &params, NULL, 0), 0, "%s", al_errmsg());
 	id = al_strdup(run->st.run_id);
 	cr_assert_eq(al_run_open(&again, id), 0, "%s", al_errmsg());
 	cr_assert_str_eq(again->st.run_id, id);
@@ -248,7 +248,7 @@ Test(run, a_held_lock_is_refused_to_another_process)
 {
 	char *id;
 
-	cr_assert_eq(al_run_create(&run, &params), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&run, &params, NULL, 0), 0, "%s", al_errmsg());
 	id = al_strdup(run->st.run_id);
 	cr_assert_eq(in_child(try_lock_refused, id), 0);
 	free(id);
@@ -258,7 +258,7 @@ Test(run, a_lock_left_by_a_dead_process_is_taken_over)
 {
 	char *id, *lock, *holder, *me;
 
-	cr_assert_eq(al_run_create(&run, &params), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&run, &params, NULL, 0), 0, "%s", al_errmsg());
 	id = al_strdup(run->st.run_id);
 	lock = al_xprintf("%s/lock", run->dir);
 	al_run_free(run); /* lets go of the lock, leaves the file */
@@ -282,7 +282,7 @@ Test(run, lock_holder_names_the_live_holder)
 {
 	char *holder, *want;
 
-	cr_assert_eq(al_run_create(&run, &params), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&run, &params, NULL, 0), 0, "%s", al_errmsg());
 	holder = al_run_lock_holder(run->dir);
 	want = al_xprintf("ailoop pid %ld on ", (long)getpid());
 	cr_assert_not_null(holder);
@@ -394,7 +394,7 @@ static void assert_saved_stack(const char *active, size_t n, ...)
 
 Test(run, enter_and_leave_keep_the_stack_in_run_state)
 {
-	cr_assert_eq(al_run_create(&run, &params), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&run, &params, NULL, 0), 0, "%s", al_errmsg());
 	cr_assert_eq(al_run_enter(run, "delivery"), 0);
 	assert_saved_stack("delivery", 1, "delivery");
 	cr_assert_eq(al_run_enter(run, "delivery/implement"), 0);
@@ -412,7 +412,7 @@ Test(run, enter_and_leave_keep_the_stack_in_run_state)
 
 Test(run, entering_a_node_already_on_the_stack_resumes_there)
 {
-	cr_assert_eq(al_run_create(&run, &params), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&run, &params, NULL, 0), 0, "%s", al_errmsg());
 	cr_assert_eq(al_run_enter(run, "a"), 0);
 	cr_assert_eq(al_run_enter(run, "a/b"), 0);
 	cr_assert_eq(al_run_enter(run, "a/b/c"), 0);
@@ -426,7 +426,7 @@ Test(run, the_stack_survives_reopening)
 {
 	struct al_run *again = NULL;
 
-	cr_assert_eq(al_run_create(&run, &params), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&run, &params, NULL, 0), 0, "%s", al_errmsg());
 	cr_assert_eq(al_run_enter(run, "root"), 0);
 	cr_assert_eq(al_run_enter(run, "root/child"), 0);
 	cr_assert_eq(al_run_open(&again, run->st.run_id), 0, "%s", al_errmsg());
@@ -442,7 +442,7 @@ Test(run, node_dir_is_under_the_run)
 {
 	char *d, *want;
 
-	cr_assert_eq(al_run_create(&run, &params), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&run, &params, NULL, 0), 0, "%s", al_errmsg());
 	d = al_run_node_dir(run, "delivery/implement");
 	want = al_xprintf(".ai-loop/runs/%s/nodes/delivery/implement", run->st.run_id);
 	cr_assert_str_eq(d, want);
@@ -459,7 +459,7 @@ Test(run, events_are_one_json_object_per_line)
 	json_t *lines[3];
 	size_t n = 0;
 
-	cr_assert_eq(al_run_create(&run, &params), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&run, &params, NULL, 0), 0, "%s", al_errmsg());
 	al_run_event(run, "run_start", "{s:s, s:i}", "task", "two\nlines \"quoted\"", "depth",
 		     2);
 	al_run_event(run, "iteration", "{s:s, s:b, s:f}", "label", "1.2", "target-met", 1,
@@ -511,7 +511,7 @@ Test(run, events_are_one_json_object_per_line)
 
 Test(run, a_lost_event_log_does_not_stop_the_run)
 {
-	cr_assert_eq(al_run_create(&run, &params), 0, "%s", al_errmsg());
+	cr_assert_eq(al_run_create(&run, &params, NULL, 0), 0, "%s", al_errmsg());
 	cr_assert_eq(mkdir(run->events_path, 0755), 0); /* cannot be opened for writing */
 	al_run_event(run, "run_start", "{s:s}", "k", "v");
 	cr_assert(al_dir_exists(run->events_path));
