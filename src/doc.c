@@ -2,6 +2,7 @@
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -391,10 +392,16 @@ const char *al_val_describe(const struct al_val *v)
 		long long n;
 		bool b;
 
+		char *end;
+
 		if (al_val_int(v, &n))
 			return "a number";
 		if (al_val_bool(v, &b))
 			return "a boolean";
+		errno = 0;
+		if (v->len && (strtod(v->str, &end), !*end) && !errno &&
+		    strspn(v->str, "+-0123456789.eE") == v->len)
+			return "a decimal number";
 	}
 	return "a string";
 }

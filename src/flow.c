@@ -473,7 +473,10 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 		} else if (!strcmp(k->str, "version")) {
 			if (v->kind != AL_VAL_SCALAR || al_val_is_null(v))
 				loader_error(&l, v->pos, "'version' must be 1, not %s", al_val_describe(v));
-			else if (!al_val_int(v, &version) || version != 1)
+			else if (!al_val_int(v, &version))
+				loader_error(&l, v->pos, "'version' must be the whole number 1, not %s "
+					     "('%s')", al_val_describe(v), v->str);
+			else if (version != 1)
 				loader_error(&l, v->pos, "unsupported flow version '%s' (this ailoop reads "
 				      "version 1)", v->str);
 		} else if (!strcmp(k->str, "flow") || !strcmp(k->str, "root_node")) {

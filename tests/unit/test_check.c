@@ -111,7 +111,7 @@ Test(check, int_checks_type_and_range)
 	unit_assert_diag(&f.d, "c.yaml", 4, 7, "'high' must be between 1 and 10 (got 11)");
 	unit_assert_diag(&f.d, "c.yaml", 5, 7, "'word' must be a whole number, not a string");
 	unit_assert_diag(&f.d, "c.yaml", 6, 9, "'quoted' must be a whole number, not a string");
-	unit_assert_diag(&f.d, "c.yaml", 7, 8, "'float' must be a whole number");
+	unit_assert_diag(&f.d, "c.yaml", 7, 8, "'float' must be a whole number, not a decimal number");
 	unit_assert_diag(&f.d, "c.yaml", 8, 7, "(got 99999999999999999999)");
 	unit_assert_diag(&f.d, "c.yaml", 10, 7, "'list' must be a whole number, not a list");
 	release(&f);

@@ -711,6 +711,11 @@ Test(flow, top_level_mistakes)
 	unit_assert_ndiags(&diags, 3);
 	unit_assert_diag(&diags, FLOW_FILE, 1, 10, "unsupported flow version '2'");
 	unit_assert_diag(&diags, FLOW_FILE, 2, 1, "unknown key 'flwo' in the flow file (did you mean 'flow'?)");
+	cr_assert_eq(load("version: \"1\"\nflow: {skill: a}\n"), AL_EINVALID);
+	unit_assert_diag(&diags, FLOW_FILE, 1, 10, "'version' must be the whole number 1, not a string ('1')");
+	cr_assert_eq(load("version: 1.0\nflow: {skill: a}\n"), AL_EINVALID);
+	unit_assert_diag(&diags, FLOW_FILE, 1, 10,
+			 "'version' must be the whole number 1, not a decimal number ('1.0')");
 	cr_assert_eq(load("flow: [a]\n"), AL_EINVALID);
 	unit_assert_ndiags(&diags, 1);
 	unit_assert_diag(&diags, FLOW_FILE, 1, 7, "a node must be a mapping, not a list");
