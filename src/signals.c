@@ -22,7 +22,7 @@ static void on_signal(int sig)
 
 void al_signals_install(void)
 {
-	struct sigaction sa;
+	struct sigaction sa, old;
 
 	if (pipe_fds[0] < 0 && pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) < 0)
 		pipe_fds[0] = pipe_fds[1] = -1;
@@ -31,7 +31,9 @@ void al_signals_install(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	/* a hangup ignored as ailoop starts (`nohup ailoop run …`) stays ignored: a logout does not pause the run */
+	if (sigaction(SIGHUP, NULL, &old) < 0 || old.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

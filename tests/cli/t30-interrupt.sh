@@ -3,6 +3,7 @@
 # agent's whole process group gone, and resume finishes it as if nothing
 # had happened; a second SIGINT kills at once; a second ailoop on the same
 # run is refused (exit 75); `run` with a run to resume asks or refuses.
+# SIGHUP pauses too, unless it was ignored as ailoop started (nohup).
 # After SIGKILL, resume stops the agents the run left, recorded or not,
 # and all of an agent's group, however fast it forks.
 . "$(dirname "$0")/lib.sh"
@@ -305,5 +306,29 @@ expect_rc 0 "beside: the paused run resumes"
 expect_eq "$(grep -m1 -o 'fix [a-z]*' <<<"$err")" "fix actuator" "beside: the resume starts at the actuator"
 expect_eq "$(triples "$R")" "$ref_triples" "beside: the paused run's history"
 expect_eq "$(git status --porcelain)" "" "beside: a clean tree at the end"
+
+# --- SIGHUP: a pause, unless ignored as ailoop started (nohup) -------------------------
+for how in caught ignored; do
+	gated_repo "hup-$how"
+	touch "$GATE"
+	rm -f "$STARTED"
+	if [ $how = ignored ]; then
+		(trap '' HUP && exec "$AILOOP" run "fix all") >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+	else
+		"$AILOOP" run "fix all" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+	fi
+	pid=$!
+	wait_for "$STARTED" && pass || fail "SIGHUP $how: the actuator started"
+	kill -HUP "$pid"
+	sleep 0.3
+	rm -f "$GATE"
+	wait "$pid" && rc=0 || rc=$?
+	if [ $how = caught ]; then
+		expect_eq "$rc" 3 "SIGHUP pauses the run (exit 3)"
+	else
+		expect_eq "$rc" 0 "SIGHUP ignored as ailoop started (nohup): the run goes on and completes"
+		expect_eq "$(triples "$R")" "$ref_triples" "SIGHUP ignored: the history of a run never interrupted"
+	fi
+done
 
 finish
