@@ -128,7 +128,7 @@ static int act(struct al_node_run *nr)
 	} else if (rc < 0) {
 		free(out);
 		return rc;
-	} else if (al_md_read(&md, out) == 0) {
+	} else if ((rc = al_md_read(&md, out)) == 0) {
 		const char *said = al_md_str(&md, "status");
 
 		if (said && !strcmp(said, "fail"))
@@ -136,8 +136,14 @@ static int act(struct al_node_run *nr)
 		summary = al_output_summary(out, "action");
 		if (nr->n->output_to_memory && !strcmp(status, "complete"))
 			to_memory(nr, &md);
-	} else {
+	} else if (rc == AL_ENOTFOUND) {
 		summary = al_strdup("action");
+	} else { /* an output it cannot read may say `status: fail`: not a success */
+		status = "failed";
+		summary = al_xprintf("its output is unreadable: %s", al_errmsg());
+		al_utf8_cut(summary, 200);
+		al_progress_note(ex->progress, "ailoop: [%s] %s: %s", nr->st.label, nr->n->path,
+				 summary);
 	}
 	rc = al_feedback_after_action(nr, md.doc ? &md : NULL, out, &status, &summary);
 	al_md_release(&md);

@@ -3,6 +3,8 @@
 # controller's `target-met: [x`, an agent sensor's `status: [x`. Each is an
 # ordinary agent error that names the file: exit 1 under fail-fast, and with
 # on_error: continue the agent is simply asked again and the run completes.
+# An action whose output cannot be read (its front matter may say `status:
+# fail`) has failed, never succeeded.
 . "$(dirname "$0")/lib.sh"
 
 export CALLS=$TEST_TMP/calls
@@ -182,5 +184,33 @@ for n in $(seq 1 12); do
 	expect_eq "$(git status --porcelain)" "" "a retry killed at point $n: clean tree"
 done
 cd "$R"
+
+# --- an action's unreadable output: a failure, not a success -------------------------
+R=$TEST_TMP/action-bad
+new_repo "$R" && mkdir -p "$R/.ai-loop/agents"
+cat >"$R/.ai-loop/agents/action.md" <<'MD'
+---
+name: act
+command: [sh, -c, 'printf -- "---\\nstatus: fail\\nsummary: the build: broken\\n---\\nThe build failed.\\n" >"$AILOOP_OUTPUT"']
+---
+Do it.
+MD
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: main
+  type: fallback
+  children:
+    - {id: first, skill: build}
+    - {id: second, skill: other}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "build it"
+expect_rc 1 "actions whose output cannot be read: both fail, and so does the fallback"
+expect_in "$err" "main/first: its output is unreadable: .ai-loop/runs/" "the failure says why, on the terminal"
+expect_in "$err" "action-output.md:3:19: mapping values are not allowed" "and names the file, line and column"
+expect_eq "$(git log --format=%s -1)" "ai-loop[main]: iteration 0 — all 2 children failed" \
+	"the second child ran after the first failed"
 
 finish
