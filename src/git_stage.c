@@ -54,6 +54,8 @@ static int write_blob(struct al_git *g, git_oid *id, const char *buf, size_t len
  * filters that a user's file needs (they are most of what changes in an
  * iteration, and that machinery is most of a commit's cost).
  */
+#define OWN_FILE_MAX ((size_t)4 << 20)
+
 static int add_own_file(struct al_git *g, git_index *index, const char *path)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
@@ -61,8 +63,12 @@ static int add_own_file(struct al_git *g, git_index *index, const char *path)
 	struct stat st;
 	int rc;
 
-	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    al_strbuf_read_file(&sb, path, 0) < 0) {
+	/*
+	 * one ailoop did not write (an agent's output of any size) goes
+	 * through libgit2, which streams a file too large to hold whole
+	 */
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > OWN_FILE_MAX ||
+	    al_strbuf_read_file(&sb, path, OWN_FILE_MAX) < 0) {
 		al_strbuf_release(&sb);
 		return git_index_add_bypath(index, path); /* let libgit2 say what it is */
 	}

@@ -213,4 +213,22 @@ expect_in "$err" "action-output.md:3:19: mapping values are not allowed" "and na
 expect_eq "$(git log --format=%s -1)" "ai-loop[main]: iteration 0 — all 2 children failed" \
 	"the second child ran after the first failed"
 
+# --- an output file too large to hold whole: committed, streamed -------------------------
+# (an agent's output file of 150 MB, with 120 MB of address space for
+# ailoop: a build with AddressSanitizer needs far more, and is not limited)
+R=$TEST_TMP/big-output
+new_repo "$R" && mkdir -p "$R/.ai-loop/agents"
+command_agents "$R" 'test -f done' 'touch done; head -c 150000000 /dev/zero | tr "\\0" x >"$AILOOP_OUTPUT"'
+one_loop "$R" act.md
+commit_all "$R"
+cd "$R"
+if ldd "$AILOOP" 2>/dev/null | grep -q libasan; then
+	run "$AILOOP" run --quiet "make it big"
+else
+	run bash -c 'ulimit -v 120000 && exec "$0" run --quiet "make it big"' "$AILOOP"
+fi
+expect_rc 0 "an agent's output of 150 MB: the run completes within 120 MB"
+expect_eq "$(git cat-file -s "HEAD~1:$(ls -d .ai-loop/runs/run_*)/nodes/fix/actuator-output.md")" 150000000 \
+	"an agent's output of 150 MB: committed whole"
+
 finish
