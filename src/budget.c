@@ -202,21 +202,33 @@ static void format_span(char *buf, size_t size, int64_t s)
 
 /*
  * Waits until al_budget_now() reaches `until`, a countdown on a terminal
- * (`what` says what for). AL_EINTR at an interrupt.
+ * (`what` says what for). AL_EINTR at an interrupt; AL_ETIMEOUT once the
+ * node's deadline `deadline_ms` (al_now_ms(); 0: none) comes first. It
+ * stops early, returning 0, once the run's time budget is spent, which
+ * the caller then finds.
  */
-static int wait_until(struct al_exec *ex, int64_t until, const char *what)
+static int wait_until(struct al_exec *ex, int64_t until, const char *what, int64_t deadline_ms)
 {
 	struct al_progress *p = ex->progress;
-	int step = test_clock() ? 50 : 1000, rc = 0;
+	int max_wall = ex->flow->max_wall_seconds, rc = 0;
 	int64_t now;
 
 	while ((now = al_budget_now()) < until) {
 		struct pollfd pfd = { al_signals_fd(), POLLIN, 0 };
+		int step = test_clock() ? 50 : 1000;
 
 		if (al_signals_count()) {
 			rc = AL_EINTR;
 			break;
 		}
+		if (deadline_ms && al_now_ms() >= deadline_ms) {
+			rc = AL_ETIMEOUT;
+			break;
+		}
+		if (max_wall && active_ms(ex) / 1000 >= max_wall)
+			break;
+		if (deadline_ms && deadline_ms - al_now_ms() < step)
+			step = (int)(deadline_ms - al_now_ms()) + 1;
 		if (p && p->tty && !p->quiet) {
 			char left[32];
 
@@ -259,7 +271,7 @@ static int blocked(struct al_exec *ex, const char *limit, const char *what, cons
 /* The record this process reads before each call (a forked sibling starts with its parent's). */
 static struct calls_seen seen;
 
-int al_budget_acquire(struct al_exec *ex, const char *what)
+int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms)
 {
 	const struct al_flow *f = ex->flow;
 	char *path = al_xprintf("%s/" AL_BUDGET_FILE, ex->run->dir);
@@ -310,7 +322,10 @@ int al_budget_acquire(struct al_exec *ex, const char *what)
 					al_progress_note(ex->progress, "%s for %s", head, left);
 				announced = true;
 			}
-			if ((rc = wait_until(ex, until, head)) < 0)
+			if ((rc = wait_until(ex, until, head, deadline_ms)) == AL_ETIMEOUT)
+				rc = al_err(AL_ETIMEOUT, "the node's deadline came while %s waited for "
+					    "the hourly limit (limits.max_agent_calls_per_hour)", what);
+			if (rc < 0)
 				break;
 			continue;
 		}
@@ -346,7 +361,7 @@ bool al_rate_limited(const struct al_flow *flow, const struct al_proc_result *r)
 	return hit;
 }
 
-int al_rate_limit_wait(struct al_exec *ex, const char *what, int attempt)
+int al_rate_limit_wait(struct al_exec *ex, const char *what, int attempt, int64_t deadline_ms)
 {
 	int64_t s = ex->flow->rate_limit_backoff_seconds;
 	char head[256];
@@ -360,5 +375,8 @@ int al_rate_limit_wait(struct al_exec *ex, const char *what, int attempt)
 	snprintf(head, sizeof(head), "ailoop: %s hit a rate limit: retrying", what);
 	al_progress_note(ex->progress, "ailoop: %s hit a rate limit (attempt %d): retrying in "
 			 "%lld s", what, attempt + 1, (long long)s);
-	return wait_until(ex, al_budget_now() + s, head);
+	if (wait_until(ex, al_budget_now() + s, head, deadline_ms) == AL_ETIMEOUT)
+		return al_err(AL_ETIMEOUT, "%s hit a rate limit, and the node's deadline came "
+			      "before it could try again", what);
+	return al_signals_count() ? AL_EINTR : 0;
 }

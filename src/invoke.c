@@ -314,8 +314,12 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	if (al_call_is_agent(c)) {
 		char *what = call_name(c);
 
-		rc = al_budget_acquire(ex, what);
+		rc = al_budget_acquire(ex, what, c->deadline_ms);
 		free(what);
+		if (rc == AL_ETIMEOUT) { /* as an agent stopped at the node's deadline */
+			call->res.timed_out = true;
+			rc = al_err(AL_EAGENT, "%s", al_errmsg());
+		}
 	}
 done:
 	free(task_file);
@@ -522,8 +526,12 @@ int al_call_retry(struct al_exec *ex, struct al_call *call, int attempt)
 		char *what = call_name(ctx);
 
 		al_call_finish(call); /* its log, for the record; its failure is not the node's */
-		rc = al_rate_limit_wait(ex, what, attempt++);
+		rc = al_rate_limit_wait(ex, what, attempt++, ctx->deadline_ms);
 		free(what);
+		if (rc == AL_ETIMEOUT) { /* as an agent stopped at the node's deadline */
+			call->res.timed_out = true;
+			return al_err(AL_EAGENT, "%s", al_errmsg());
+		}
 		al_call_release(call);
 		if (rc < 0)
 			return rc;

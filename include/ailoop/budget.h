@@ -47,19 +47,23 @@ pcre2_code *al_rate_limit_default(void);
 
 /*
  * Before an agent call starts (`what` names it for messages): blocks if a
- * budget is spent, waits while the hourly window is full, then records the
- * call. AL_EBLOCKED, AL_EINTR if interrupted while waiting, or an I/O error.
+ * budget is spent, waits while the hourly window is full (no longer than
+ * the run's time budget lasts), then records the call. AL_EBLOCKED,
+ * AL_EINTR if interrupted while waiting, AL_ETIMEOUT if the node's
+ * deadline `deadline_ms` (al_now_ms(); 0: none) came while it waited, or
+ * an I/O error.
  */
-int al_budget_acquire(struct al_exec *ex, const char *what);
+int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms);
 
 /* Whether an agent's failure `r` is a rate limit (by the flow's pattern). */
 bool al_rate_limited(const struct al_flow *flow, const struct al_proc_result *r);
 
 /*
  * Waits the back-off of the `attempt`-th (0-based) retry of a rate-limited
- * agent; AL_EINTR if interrupted.
+ * agent, no longer than the run's time budget lasts; AL_EINTR if
+ * interrupted, AL_ETIMEOUT if the node's deadline `deadline_ms` came first.
  */
-int al_rate_limit_wait(struct al_exec *ex, const char *what, int attempt);
+int al_rate_limit_wait(struct al_exec *ex, const char *what, int attempt, int64_t deadline_ms);
 
 /* What a run has used, for `ailoop status`. */
 struct al_budget_use {

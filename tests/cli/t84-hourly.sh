@@ -2,6 +2,8 @@
 # limits.max_agent_calls_per_hour: a sliding window of the agent calls'
 # start times, kept in the run directory. When it is full, ailoop waits
 # until the oldest call leaves it; a kill and a resume wait what remains.
+# No wait, for the window or a rate limit's back-off, outlasts the node's
+# timeout (exit 2) or the run's time budget (exit 4).
 # Time is the test's clock (AILOOP_TEST_CLOCK, honoured by test builds only):
 # nothing here waits an hour.
 . "$(dirname "$0")/lib.sh"
@@ -113,5 +115,36 @@ if script -qec true /dev/null >/dev/null 2>&1 </dev/null; then
 else
 	echo "t84-hourly.sh: the terminal check skipped: script(1) cannot drive a pty here"
 fi
+
+# --- waits end at the node's timeout and at the run's time budget ---------------------
+# (the test clock stands still: only those end the waits)
+for case in timeout budget backoff; do
+	R=$TEST_TMP/wait-$case
+	loop_repo "$R" a b c d
+	case $case in
+	timeout)
+		one_loop "$R" fixer.md "max_iterations: 10, timeout_seconds: 2"
+		printf 'limits: {max_agent_calls_per_hour: 2}\n' >>"$R/.ai-loop/flow.yaml" ;;
+	budget)
+		one_loop "$R" fixer.md "max_iterations: 10"
+		printf 'limits: {max_agent_calls_per_hour: 2, max_wall_seconds: 2}\n' >>"$R/.ai-loop/flow.yaml" ;;
+	backoff)
+		printf -- '---\nname: limited\ncommand: echo "429 too many requests" >&2; exit 1\n---\n' \
+			>"$R/.ai-loop/agents/limited.md"
+		one_loop "$R" limited.md "max_iterations: 10, timeout_seconds: 2"
+		printf 'limits: {rate_limit_backoff_seconds: 600}\n' >>"$R/.ai-loop/flow.yaml" ;;
+	esac
+	commit_all "$R"
+	cd "$R"
+	start=$(date +%s)
+	run timeout -s KILL 60 "$AILOOP" run "fix all"
+	took=$(($(date +%s) - start))
+	case $case in
+	budget) expect_rc 4 "the hourly wait ends at the run's time budget: blocked" ;;
+	*) expect_rc 2 "the $case wait ends at the node's timeout" ;;
+	esac
+	[ "$took" -lt 20 ] && pass || fail "the $case wait ended within seconds ($took s)"
+done
+expect_in "$err" "hit a rate limit (attempt 1): retrying in 600 s" "the back-off was under way"
 
 finish

@@ -110,16 +110,16 @@ Test(budget, each_call_reads_what_was_appended_since)
 	ex.run = &run;
 	f.max_agent_calls = 5;
 	unit_write(calls, "");
-	cr_assert_eq(al_budget_acquire(&ex, "a"), 0);
+	cr_assert_eq(al_budget_acquire(&ex, "a", 0), 0);
 	append(calls, "100\n200\n");
-	cr_assert_eq(al_budget_acquire(&ex, "b"), 0, "4 calls of 5: two a sibling made");
+	cr_assert_eq(al_budget_acquire(&ex, "b", 0), 0, "4 calls of 5: two a sibling made");
 	append(calls, "30"); /* a sibling killed while it wrote */
-	cr_assert_eq(al_budget_acquire(&ex, "c"), 0, "the torn line is no call");
+	cr_assert_eq(al_budget_acquire(&ex, "c", 0), 0, "the torn line is no call");
 	cr_assert_null(strstr(unit_read(calls), "\n30"), "and is cut off: %s", unit_read(calls));
-	cr_assert_eq(al_budget_acquire(&ex, "d"), AL_EBLOCKED, "the fifth call was the last");
+	cr_assert_eq(al_budget_acquire(&ex, "d", 0), AL_EBLOCKED, "the fifth call was the last");
 	/* a record made anew (shorter than what was read) is read from its start */
 	unit_write(calls, "100\n");
-	cr_assert_eq(al_budget_acquire(&ex, "e"), 0);
+	cr_assert_eq(al_budget_acquire(&ex, "e", 0), 0);
 	if (run.events_fd >= 0)
 		close(run.events_fd);
 }
