@@ -1,4 +1,5 @@
 #include "ailoop/budget.h"
+#include "ailoop/fsutil.h"
 #include "ailoop/check.h"
 #include "ailoop/signals.h"
 #include "ailoop/strbuf.h"
@@ -275,13 +276,12 @@ int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms)
 {
 	const struct al_flow *f = ex->flow;
 	char *path = al_xprintf("%s/" AL_BUDGET_FILE, ex->run->dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644), rc = 0;
+	int fd = al_open_run_file(path, O_RDWR | O_APPEND, "the record of agent calls"), rc = 0;
 	bool announced = false;
 
 	if (fd < 0) {
-		rc = al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
 		free(path);
-		return rc;
+		return fd;
 	}
 	for (;;) {
 		int64_t now = al_budget_now(), spent;

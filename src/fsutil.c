@@ -416,6 +416,25 @@ enum al_path_place al_path_place(const char *path, char **real)
 	return place;
 }
 
+int al_open_run_file(const char *path, int flags, const char *what)
+{
+	int fd = open(path, flags | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	struct stat st;
+
+	if (fd < 0 && errno == ELOOP)
+		return al_err(AL_ENOTFOUND, "'%s' is a symbolic link: %s must be a file of the run's "
+			      "directory, in the repository; remove the link", path, what);
+	if (fd < 0)
+		return al_err(errno == ENOENT ? AL_ENOTFOUND : AL_ERROR, "cannot open %s '%s': %s",
+			      what, path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return al_err(AL_ENOTFOUND, "'%s' is not a plain file: %s must be one; remove it",
+			      path, what);
+	}
+	return fd;
+}
+
 int al_refuse_symlink(const char *path)
 {
 	struct stat st;

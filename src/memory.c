@@ -207,15 +207,10 @@ static int catch_up(struct al_memory *m)
 
 static int open_file(struct al_memory *m)
 {
-	int fd = open(m->path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int fd = al_open_run_file(m->path, O_RDWR | O_APPEND, "the working memory");
 
-	if (fd < 0 && errno == ELOOP)
-		return al_err(AL_ENOTFOUND, "'%s' is a symbolic link: the working memory must be a "
-			      "file of the run's directory, in the repository; remove the link",
-			      m->path);
 	if (fd < 0)
-		return al_err(errno == ENOENT ? AL_ENOTFOUND : AL_ERROR,
-			      "cannot open the working memory '%s': %s", m->path, strerror(errno));
+		return fd;
 	if (m->fd >= 0)
 		close(m->fd);
 	m->fd = fd;

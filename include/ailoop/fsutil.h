@@ -106,6 +106,12 @@ enum al_path_place al_path_place(const char *path, char **real);
  * in the repository, where git records them, and never point elsewhere.
  */
 int al_refuse_symlink(const char *path);
+/*
+ * Opens (or makes) a file of a run's state, `what` naming it in messages:
+ * the descriptor, or AL_ENOTFOUND for a symbolic link or anything but a
+ * plain file there (a FIFO), which ailoop never writes through.
+ */
+int al_open_run_file(const char *path, int flags, const char *what);
 /* Removes a file, or a directory with everything in it (rm -rf). */
 int al_remove_tree(const char *path);
 /*

@@ -3,7 +3,8 @@
 # agent call past the limit does not start, the run is blocked (exit 4),
 # and `ailoop resume` after raising the limit in flow.yaml goes on where it
 # stopped. Command sensors are not agent calls; parallel children share
-# one count.
+# one count. The record of agent calls replaced by a symbolic link or a
+# FIFO is refused (exit 66), never written through.
 . "$(dirname "$0")/lib.sh"
 
 calls_file() { echo .ai-loop/runs/run_*/logs/agent-calls; }
@@ -171,5 +172,34 @@ sed -i 's/max_wall_seconds: 4/max_wall_seconds: 60/' .ai-loop/flow.yaml
 run "$AILOOP" resume
 expect_rc 0 "resume with more time completes"
 expect_eq "$(calls)" 3 "three actuations in all"
+
+# --- the record of agent calls replaced by a link or a FIFO: refused ---------------------
+for kind in link fifo; do
+	budget_repo "record-$kind" "max_agent_calls: 1"
+	run "$AILOOP" run --quiet "fix all"
+	expect_rc 4 "record-$kind: blocked by the budget"
+	f=$(calls_file)
+	rm -f "$f"
+	if [ $kind = link ]; then
+		echo precious >"$TEST_TMP/victim" && ln -s "$TEST_TMP/victim" "$f"
+	else
+		mkfifo "$f"
+	fi
+	sed -i 's/max_agent_calls: 1/max_agent_calls: 100/' .ai-loop/flow.yaml
+	run "$AILOOP" resume
+	expect_rc 66 "record-$kind: refused"
+	case $kind in
+	link)
+		expect_in "$err" "is a symbolic link: the record of agent calls must be a file of the run's directory" \
+			"a linked record: why"
+		expect_eq "$(cat "$TEST_TMP/victim")" precious "a linked record: its target is untouched" ;;
+	fifo)
+		expect_in "$err" "is not a plain file: the record of agent calls must be one; remove it" \
+			"a FIFO for the record: why" ;;
+	esac
+	rm -f "$f"
+	run "$AILOOP" resume
+	expect_rc 0 "record-$kind: removed, the run resumes and completes"
+done
 
 finish
