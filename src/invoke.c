@@ -610,5 +610,9 @@ char *al_output_summary(const char *path, const char *fallback)
 		free(out);
 		out = al_strbuf_detach(&utf8, NULL);
 	}
+	/* and onto the terminal: an escape sequence, a carriage return is no summary's */
+	for (char *c = out; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
 	return out;
 }

@@ -3,7 +3,9 @@
 # output, the task, sensor output and file names (stored safely, the run
 # completes); a FIFO where a file is expected (refused, no hang); a UTF-8
 # byte order mark (accepted); a NUL byte in a task (refused); the task file
-# of a child ends in a newline, so that `while read` sees its last line.
+# of a child ends in a newline, so that `while read` sees its last line;
+# control characters in an agent's summary reach neither the terminal nor
+# the commit subject.
 . "$(dirname "$0")/lib.sh"
 
 # valid_utf8 TEXT: whether TEXT is well-formed UTF-8
@@ -197,5 +199,18 @@ expect_rc 0 "a two-level run completes"
 expect_in "$(cat "$SEEN")" "- b" "an agent reading its task with while read sees the last line"
 expect_eq "$(tail -c1 .ai-loop/runs/run_*/nodes/outer/inner/task.md | od -An -c | tr -d ' ')" '\n' \
 	"the child's task.md ends in a newline"
+
+# --- an agent's summary with escape sequences: not on the terminal, not in the commit ----
+R=$TEST_TMP/escapes
+new_repo "$R"
+command_agents "$R" 'test -f done' 'touch done; printf "\\033]0;owned\\007\\033[2Jfixed\\rFAKE: all passed\\n"'
+one_loop "$R" act.md
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "fix"
+expect_rc 0 "an agent that prints escape sequences: the run completes"
+printf '%s' "$err" | grep -q "$(printf '[\033\007\r]')" && fail "a control character reached the terminal" || pass
+expect_in "$err" "fixed FAKE: all passed" "the summary, its control characters as spaces"
+git log --format=%s | grep -q "$(printf '[\033\007\r]')" && fail "a control character reached a commit subject" || pass
 
 finish
