@@ -463,7 +463,9 @@ expect_run 0 complete "rollback of .gitignore changes"
 
 # --- mixed trees
 
-tree sensor-over-sequence <<'YAML'
+# sensor_over NAME CHILDREN: the case of a sensor-form loop over a sequence of CHILDREN
+sensor_over() {
+	tree "$1" <<YAML
 version: 1
 flow:
   id: fix
@@ -475,8 +477,11 @@ flow:
     child:
       id: work
       type: sequence
-      children: [{id: look, skill: look}, {id: mend, skill: mend}]
+      children: $2
 YAML
+}
+
+sensor_over sensor-over-sequence '[{id: look, skill: look}, {id: mend, skill: mend}]'
 plan <<'PLAN'
 case $skill in mend) sed -i 1d todo.txt ;; esac
 PLAN
@@ -490,20 +495,7 @@ expect_run 0 complete "sensor-form loop over a sequence"
 
 # break_loop below a sensor-form loop's actuation: the loop ends in it,
 # after one actuation, and says so
-tree sensor-break <<'YAML'
-version: 1
-flow:
-  id: fix
-  type: loop
-  controller: builtin:all-pass
-  sensors: [.ai-loop/agents/sensor.md]
-  actuator:
-    strategy: composite
-    child:
-      id: work
-      type: sequence
-      children: [{id: mend, skill: mend}, {id: stop, skill: break_loop}]
-YAML
+sensor_over sensor-break '[{id: mend, skill: mend}, {id: stop, skill: break_loop}]'
 plan <<'PLAN'
 case $skill in mend) sed -i 1d todo.txt ;; esac
 PLAN
