@@ -1,6 +1,6 @@
 #include "ailoop/budget.h"
-#include "ailoop/fsutil.h"
 #include "ailoop/check.h"
+#include "ailoop/fsutil.h"
 #include "ailoop/signals.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"

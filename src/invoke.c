@@ -169,6 +169,19 @@ static char *call_name(const struct al_call_ctx *c)
 			  c->node->path, c->label);
 }
 
+/*
+ * A wait before a call (the hourly limit, a rate limit's back-off) that
+ * the node's deadline ended (AL_ETIMEOUT) is an agent stopped at that
+ * deadline: AL_EAGENT, the call timed out. Any other `rc` is passed on.
+ */
+static int stopped_waiting(struct al_call *call, int rc)
+{
+	if (rc != AL_ETIMEOUT)
+		return rc;
+	call->res.timed_out = true;
+	return al_err(AL_EAGENT, "%s", al_errmsg());
+}
+
 int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_call_ctx *c)
 {
 	const struct al_agent *a = c->agent;
@@ -314,12 +327,8 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	if (al_call_is_agent(c)) {
 		char *what = call_name(c);
 
-		rc = al_budget_acquire(ex, what, c->deadline_ms);
+		rc = stopped_waiting(call, al_budget_acquire(ex, what, c->deadline_ms));
 		free(what);
-		if (rc == AL_ETIMEOUT) { /* as an agent stopped at the node's deadline */
-			call->res.timed_out = true;
-			rc = al_err(AL_EAGENT, "%s", al_errmsg());
-		}
 	}
 done:
 	free(task_file);
@@ -526,12 +535,10 @@ int al_call_retry(struct al_exec *ex, struct al_call *call, int attempt)
 		char *what = call_name(ctx);
 
 		al_call_finish(call); /* its log, for the record; its failure is not the node's */
-		rc = al_rate_limit_wait(ex, what, attempt++, ctx->deadline_ms);
+		rc = stopped_waiting(call, al_rate_limit_wait(ex, what, attempt++, ctx->deadline_ms));
 		free(what);
-		if (rc == AL_ETIMEOUT) { /* as an agent stopped at the node's deadline */
-			call->res.timed_out = true;
-			return al_err(AL_EAGENT, "%s", al_errmsg());
-		}
+		if (rc == AL_EAGENT)
+			return rc;
 		al_call_release(call);
 		if (rc < 0)
 			return rc;

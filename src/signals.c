@@ -31,7 +31,7 @@ void al_signals_install(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	/* a hangup ignored as ailoop starts (`nohup ailoop run …`) stays ignored: a logout does not pause the run */
+	/* a hangup ignored as ailoop starts (nohup) stays ignored: a logout does not pause the run */
 	if (sigaction(SIGHUP, NULL, &old) < 0 || old.sa_handler != SIG_IGN)
 		sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
