@@ -342,7 +342,9 @@ expect_run 0 complete "a broken condition in a fallback"
 
 # --- transactions
 
-tree rollback <<'YAML'
+# tx_tree NAME: the case of a transaction of w and x in a fallback, then after
+tx_tree() {
+	tree "$1" <<'YAML'
 version: 1
 flow:
   id: main
@@ -353,6 +355,9 @@ flow:
       children: [{id: w, skill: w}, {id: x, skill: x}]
     - {id: after, skill: after}
 YAML
+}
+
+tx_tree rollback
 mkdir -p "$R/bin" "$R/docs"
 printf '#!/bin/sh\necho hi\n' >"$R/bin/tool" && chmod 755 "$R/bin/tool"
 printf 'guide\n' >"$R/docs/guide.md"
@@ -411,17 +416,7 @@ expect_run 1 failed "rollback_on"
 
 # the state at the start is what comes back: uncommitted changes the run
 # was allowed to start with stay, whatever the transaction did to them
-tree rollback-dirty <<'YAML'
-version: 1
-flow:
-  id: main
-  type: fallback
-  children:
-    - id: tx
-      type: transaction
-      children: [{id: w, skill: w}, {id: x, skill: x}]
-    - {id: after, skill: after}
-YAML
+tx_tree rollback-dirty
 commit_all "$R"
 plan <<'PLAN'
 case $skill in w) echo "the transaction's" >>README; creates w.txt ;; x) fails ;; esac
@@ -436,17 +431,7 @@ expect_eq "$(git show HEAD:notes.txt)" "my notes" "rollback over uncommitted cha
 
 # the .gitignore files come back first: a file the transaction made and
 # ignored is removed, an ignored file it un-ignored (and so committed) stays
-tree rollback-ignores <<'YAML'
-version: 1
-flow:
-  id: main
-  type: fallback
-  children:
-    - id: tx
-      type: transaction
-      children: [{id: w, skill: w}, {id: x, skill: x}]
-    - {id: after, skill: after}
-YAML
+tx_tree rollback-ignores
 printf 'local.env\n' >"$R/.gitignore"
 commit_all "$R"
 printf 'SECRET=mine\n' >"$R/local.env"
