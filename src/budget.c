@@ -217,19 +217,20 @@ static int wait_until(struct al_exec *ex, int64_t until, const char *what, int64
 	while ((now = al_budget_now()) < until) {
 		struct pollfd pfd = { al_signals_fd(), POLLIN, 0 };
 		int step = test_clock() ? 50 : 1000;
+		int64_t to_deadline = deadline_ms ? deadline_ms - al_now_ms() : INT64_MAX;
 
 		if (al_signals_count()) {
 			rc = AL_EINTR;
 			break;
 		}
-		if (deadline_ms && al_now_ms() >= deadline_ms) {
+		if (to_deadline <= 0) {
 			rc = AL_ETIMEOUT;
 			break;
 		}
 		if (max_wall && active_ms(ex) / 1000 >= max_wall)
 			break;
-		if (deadline_ms && deadline_ms - al_now_ms() < step)
-			step = (int)(deadline_ms - al_now_ms()) + 1;
+		if (to_deadline < step)
+			step = (int)to_deadline + 1;
 		if (p && p->tty && !p->quiet) {
 			char left[32];
 
