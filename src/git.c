@@ -628,6 +628,27 @@ int al_git_restore_tree(struct al_git *g, git_tree *tree, const char *keep, cons
 	return restore_paths(g, tree, keep, only, RESTORE_ALL);
 }
 
+int al_git_restore_from_head(struct al_git *g, const char *dir, char hex[8])
+{
+	git_oid head = { { 0 } };
+	git_commit *commit = NULL;
+	git_tree *tree = NULL;
+	git_tree_entry *entry = NULL;
+	int rc = AL_ENOTFOUND;
+
+	if (git_reference_name_to_id(&head, g->repo, "HEAD") == 0 &&
+	    git_commit_lookup(&commit, g->repo, &head) == 0 && git_commit_tree(&tree, commit) == 0 &&
+	    git_tree_entry_bypath(&entry, tree, dir) == 0)
+		rc = al_git_restore_tree(g, tree, NULL, dir);
+	git_oid_tostr(hex, 8, &head);
+	if (rc == AL_ENOTFOUND)
+		git_error_clear();
+	git_tree_entry_free(entry);
+	git_tree_free(tree);
+	git_commit_free(commit);
+	return rc;
+}
+
 int al_git_snapshot(struct al_git *g, const char *own_dir, char tree_hex[AL_OID_HEX])
 {
 	git_index *index = NULL;

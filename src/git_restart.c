@@ -193,28 +193,17 @@ static void end_torn_lines(const char *dir)
 /* Restores the files of the run in `dir` from HEAD, if HEAD has them. */
 static int restore_run(struct al_git *g, const char *dir)
 {
-	git_oid head;
-	git_commit *commit = NULL;
-	git_tree *tree = NULL;
-	git_tree_entry *entry = NULL;
 	char hex[8];
-	int rc = 0;
+	int rc;
 
-	/* a run HEAD does not have ran with every durable point: nothing to restore */
-	if (git_reference_name_to_id(&head, g->repo, "HEAD") < 0 ||
-	    git_commit_lookup(&commit, g->repo, &head) < 0 || git_commit_tree(&tree, commit) < 0 ||
-	    git_tree_entry_bypath(&entry, tree, dir) < 0)
-		goto done;
 	end_torn_lines(dir);
-	if ((rc = al_git_restore_tree(g, tree, NULL, dir)) == 0)
+	rc = al_git_restore_from_head(g, dir, hex);
+	if (rc == 0)
 		fprintf(stderr, "ailoop: the machine restarted while run %s was between two "
 			"commits: its files are as its last commit (%s) left them\n",
-			strrchr(dir, '/') + 1, git_oid_tostr(hex, sizeof(hex), &head));
-done:
-	git_tree_entry_free(entry);
-	git_tree_free(tree);
-	git_commit_free(commit);
-	return rc;
+			strrchr(dir, '/') + 1, hex);
+	/* a run HEAD does not have ran with every durable point: nothing to restore */
+	return rc == AL_ENOTFOUND ? 0 : rc;
 }
 
 /* A commit's intent, read back from the mark. */

@@ -79,6 +79,7 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 	struct al_exec *ex = nr->ex;
 	const struct al_node *n = nr->n;
 	char now[32], task_sha[65];
+	int64_t steps = nr->st.step; /* of its last entry, if it had one */
 	int rc;
 
 	if (ex->resuming) {
@@ -101,6 +102,7 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 	nr->st.label = is_loop(n) ? al_label_for(nr->parent_label, iteration)
 				  : al_strdup(nr->parent_label ? nr->parent_label : "0");
 	nr->st.phase = phase;
+	nr->st.step = steps; /* its steps go on: this entry's state is newer than the last's */
 	nr->st.status = al_strdup("running");
 	nr->st.child_entry = child_entry;
 	nr->st.max_iterations = is_loop(n) ? n->max_iterations : 0;

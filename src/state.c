@@ -137,6 +137,8 @@ static int node_state_from(struct al_node_state *st, struct al_md *md, const cha
 		st->max_iterations = (int)n;
 	if (al_md_int(md, "elapsed-ms", &n))
 		st->elapsed_ms = n;
+	if (al_md_int(md, "step", &n) && n > 0)
+		st->step = n;
 	if (al_md_int(md, "child", &n) && n >= 0 && n < 1000000)
 		st->child = (int)n;
 	al_md_bool(md, "break", &st->brk);
@@ -173,11 +175,13 @@ int al_node_state_parse(struct al_node_state *st, const char *name, const char *
 	return node_state_from(st, &md, name, al_md_parse(&md, name, al_strndup(text, len), len));
 }
 
-int al_node_state_write(const struct al_node_state *st, const char *path, const char *task)
+int al_node_state_write(struct al_node_state *st, const char *path, const char *task)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	struct al_fm *fm = al_fm_new();
 	int rc;
+
+	st->step++;
 
 	al_fm_int(fm, "iteration", st->iteration);
 	al_fm_str(fm, "label", st->label);
@@ -195,6 +199,7 @@ int al_node_state_write(const struct al_node_state *st, const char *path, const 
 	al_fm_bool(fm, "target-met", st->target_met);
 	al_fm_str(fm, "summary", st->summary);
 	al_fm_int(fm, "elapsed-ms", st->elapsed_ms);
+	al_fm_int(fm, "step", st->step);
 	al_fm_str(fm, "started-at", st->started_at);
 	al_fm_str(fm, "initial-sensors", st->initial_sensors);
 	al_fm_str(fm, "task-sha256", st->task_sha256);

@@ -135,6 +135,12 @@ int al_git_snapshot(struct al_git *g, const char *own_dir, char tree_hex[AL_OID_
  */
 int al_git_rollback(struct al_git *g, const char *commit_hex, const char *tree_hex,
 		    const char *keep);
+/*
+ * Puts the files below `dir` back as HEAD's commit has them (those it
+ * lacks removed, ignored ones kept), its abbreviated id in `hex`.
+ * AL_ENOTFOUND, with nothing changed, if that commit has no `dir`.
+ */
+int al_git_restore_from_head(struct al_git *g, const char *dir, char hex[8]);
 
 /*
  * A restart of the machine (a power loss) while a run was between two

@@ -44,6 +44,11 @@ struct al_node_state {
 	char *summary;   /* of the commit to make, or of the last action */
 	bool target_met;
 	int64_t elapsed_ms; /* time spent on the node, for its timeout */
+	/*
+	 * The writes of the node's state in the run, over all its entries:
+	 * a copy with fewer is older, whatever its iteration (al_exec_catch_up).
+	 */
+	int64_t step;
 	char *started_at;
 	char *initial_sensors; /* the [sensors] of iteration 0, for the result */
 	char *task_sha256;     /* of task.md, so that a damaged one is noticed */
@@ -67,8 +72,8 @@ int al_node_state_read(struct al_node_state *st, const char *path);
 /* The same from text read elsewhere (a branch's copy); `name` for messages. */
 int al_node_state_parse(struct al_node_state *st, const char *name, const char *text,
 			size_t len);
-/* Writes it, with the task as the body, for people reading the file. */
-int al_node_state_write(const struct al_node_state *st, const char *path, const char *task);
+/* Writes it as its next step, with the task as the body, for people reading the file. */
+int al_node_state_write(struct al_node_state *st, const char *path, const char *task);
 void al_node_state_release(struct al_node_state *st);
 bool al_node_state_final(const struct al_node_state *st);
 

@@ -411,7 +411,8 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 				   run->st.run_id, run->st.status);
 		goto done;
 	}
-	if ((rc = enter_branch(git, run)) < 0 || (rc = al_git_follow(git)) < 0) {
+	if ((rc = enter_branch(git, run)) < 0 || (rc = al_git_follow(git)) < 0 ||
+	    (rc = al_exec_catch_up(git, run)) < 0) {
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
 	}
