@@ -5,6 +5,7 @@
 #include "ailoop/util.h"
 
 #include <dirent.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -43,6 +44,22 @@ static bool make_has(const char *path, const char *target)
 		}
 	}
 	al_strbuf_release(&sb);
+	return found;
+}
+
+/*
+ * Whether the package.json `path` has a test script: `npm test` of one
+ * without fails, and so does npm's placeholder (`npm init` writes `echo
+ * "Error: no test specified" && exit 1`): a sensor that can never pass.
+ */
+static bool npm_has_test(const char *path)
+{
+	json_t *pkg = json_load_file(path, 0, NULL);
+	const char *test = json_string_value(json_object_get(json_object_get(pkg, "scripts"),
+							     "test"));
+	bool found = test && test[strspn(test, " \t")] && !strstr(test, "no test specified");
+
+	json_decref(pkg);
 	return found;
 }
 
@@ -93,6 +110,14 @@ static size_t detect_dir(const char *dir, struct found *f, size_t max)
 
 		if (!has_file(dir, kinds[k].file))
 			continue;
+		if (!strcmp(kinds[k].tool, "npm")) {
+			char *pkg = al_xprintf("%s%s", dir, kinds[k].file);
+			bool test = npm_has_test(pkg);
+
+			free(pkg);
+			if (!test)
+				continue;
+		}
 		for (size_t i = 0; i < n; i++)
 			dup |= !strcmp(f[i].tool, kinds[k].tool);
 		if (!dup)

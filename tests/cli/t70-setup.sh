@@ -28,7 +28,7 @@ detect() {
 detect make Makefile $'all:\n\tcc x.c\ntest: all\n\t./t\n' "make test"
 detect make-check Makefile $'check:\n\t./t\n' "make check"
 detect cmake CMakeLists.txt 'project(x C)' "ctest --test-dir build"
-detect npm package.json '{}' "npm test"
+detect npm package.json '{"scripts": {"test": "node test.js"}}' "npm test"
 detect cargo Cargo.toml '[package]' "cargo test"
 detect go go.mod 'module x' "go test ./..."
 detect pyproject pyproject.toml '[project]' "pytest"
@@ -38,6 +38,18 @@ detect maven pom.xml '<project/>' "mvn test"
 detect gradle build.gradle '' "gradle test"
 detect ruby Gemfile '' "bundle exec rspec"
 detect mix mix.exs '' "mix test"
+
+# A package.json without a test script, or with the one `npm init` writes
+# (which fails), is not a test command.
+for pkg in '{"name": "x"}' '{"scripts": {"test": "echo \"Error: no test specified\" && exit 1"}}'; do
+	R=$TEST_TMP/npm-untested
+	rm -rf "$R" && new_repo "$R"
+	printf '%s' "$pkg" >"$R/package.json"
+	cd "$R"
+	run "$AILOOP" setup
+	expect_rc 64 "setup with package.json $pkg"
+	expect_in "$err" "no test command detected" "package.json $pkg has no test command"
+done
 
 # A Makefile without a test or check target is not a test command.
 R=$TEST_TMP/no-target
@@ -56,7 +68,7 @@ R=$TEST_TMP/mono
 new_repo "$R"
 printf 'test:\n\ttrue\n' >"$R/Makefile"
 mkdir -p "$R/web" "$R/api" "$R/tools/deep" "$R/node_modules/x" "$R/.hidden"
-printf '{}' >"$R/web/package.json"
+printf '{"scripts": {"test": "jest"}}' >"$R/web/package.json"
 printf 'module api' >"$R/api/go.mod"
 printf '[package]' >"$R/api/Cargo.toml"
 printf '{}' >"$R/node_modules/x/package.json"

@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* a package.json whose `npm test` runs something */
+#define NPM_TESTED "{\"scripts\": {\"test\": \"node test.js\"}}"
+
 static struct al_test_cmds found;
 
 static void setup(void)
@@ -83,12 +86,12 @@ Test(detect, one_pytest_for_all_python_markers)
 Test(detect, a_monorepo_names_sensors_after_directories)
 {
 	put("go.mod", "module x\n");
-	put("web app/package.json", "{}");
+	put("web app/package.json", NPM_TESTED);
 	put("svc/Cargo.toml", "");
 	put("svc/Gemfile", "");
-	put("node_modules/x/package.json", "{}");
-	put(".git/package.json", "{}");
-	put("a/b/package.json", "{}");
+	put("node_modules/x/package.json", NPM_TESTED);
+	put(".git/package.json", NPM_TESTED);
+	put("a/b/package.json", NPM_TESTED);
 	al_detect_tests(&found);
 	cr_assert_eq(found.n, 4);
 	cr_assert_str_eq(found.v[0].name, "go");
@@ -99,6 +102,19 @@ Test(detect, a_monorepo_names_sensors_after_directories)
 	cr_assert_str_eq(found.v[2].command, "cd svc && bundle exec rspec");
 	cr_assert_str_eq(found.v[3].name, "web-app", "a name is letters, digits, '_' and '-'");
 	cr_assert_str_eq(found.v[3].command, "cd 'web app' && npm test", "quoted for sh");
+}
+
+Test(detect, npm_only_with_a_test_script)
+{
+	put("none/package.json", "{\"name\": \"x\"}");
+	put("placeholder/package.json", "{\"scripts\": {\"test\": \"echo \\\"Error: no test "
+		"specified\\\" && exit 1\"}}");
+	put("empty/package.json", "{\"scripts\": {\"test\": \" \"}}");
+	put("broken/package.json", "{\"scripts\": ");
+	put("tested/package.json", "{\"scripts\": {\"test\": \"vitest run\"}}");
+	al_detect_tests(&found);
+	cr_assert_eq(found.n, 1);
+	cr_assert_str_eq(found.v[0].command, "cd tested && npm test");
 }
 
 Test(detect, a_quote_in_a_directory_name)
@@ -112,8 +128,8 @@ Test(detect, a_quote_in_a_directory_name)
 
 Test(detect, a_directory_whose_name_is_not_text_is_not_looked_in)
 {
-	put("bad\xff/package.json", "{}");
-	put("tab\there/package.json", "{}");
+	put("bad\xff/package.json", NPM_TESTED);
+	put("tab\there/package.json", NPM_TESTED);
 	al_detect_tests(&found);
 	cr_assert_eq(found.n, 0);
 }
