@@ -171,6 +171,16 @@ static json_t *slurm_steps(const char *run_id)
 	return steps;
 }
 
+/*
+ * Whether a run that says it is running (in its directory here, not read
+ * from another branch's commit) has no process holding its lock: one that
+ * died in a way that wrote nothing (SIGKILL, out of memory, a restart).
+ */
+static bool stopped(const struct al_run_state *st, const char *from)
+{
+	return !from && !strcmp(st->status, "running");
+}
+
 static int print_json(const struct al_run_state *st, const struct al_run_nodes *ns, const char *holder,
 		      const char *from, const struct budget *b, const struct al_feedback_log *fb)
 {
@@ -211,6 +221,7 @@ static int print_json(const struct al_run_state *st, const struct al_run_nodes *
 	json_object_set_new(o, "started_at", json_string(st->started_at ? st->started_at : ""));
 	json_object_set_new(o, "updated_at", json_string(st->updated_at ? st->updated_at : ""));
 	json_object_set_new(o, "locked_by", holder ? json_string(holder) : json_null());
+	json_object_set_new(o, "stopped", json_boolean(!holder && stopped(st, from)));
 	json_object_set_new(o, "from_branch", from ? json_string(from) : json_null());
 	json_object_set_new(o, "budget", budget_json(b));
 	json_object_set_new(o, "open_feedback", feedback_json(fb));
@@ -255,6 +266,9 @@ static void print_text(const struct al_run_state *st, const struct al_run_nodes 
 		printf("  active node:  %s\n", st->active_node_path);
 	if (holder)
 		printf("  locked by:    %s\n", holder);
+	else if (stopped(st, from))
+		printf("  stopped:      no ailoop process runs it (killed, or its machine "
+		       "restarted): 'ailoop resume' goes on with it\n");
 	steps = slurm_steps(st->run_id);
 	for (size_t i = 0; i < json_array_size(steps); i++)
 		printf("  slurm step:   job %" JSON_INTEGER_FORMAT ": %s\n",

@@ -33,6 +33,9 @@ rm -f "$STARTED"
 pid=$!
 wait_for "$STARTED" && pass || fail "the actuator started"
 agent=$(head -1 "$STARTED")
+run "$AILOOP" status --json
+expect_eq "$(printf '%s\n' "$out" | jq -r .stopped)" "false" "a live run is not stopped"
+expect_in "$(printf '%s\n' "$out" | jq -r .locked_by)" "ailoop pid $pid" "a live run is locked by its process"
 kill -INT "$pid"
 wait "$pid" && rc=0 || rc=$?
 expect_eq "$rc" 3 "SIGINT exits 3"
@@ -44,6 +47,7 @@ group_gone "$agent" && pass || fail "the agent's process group is gone"
 	pass || fail "no live lock after the interruption"
 run "$AILOOP" status
 expect_in "$out" ": paused" "status shows paused"
+expect_not_in "$out" "stopped:" "a paused run is not said to be stopped"
 rm -f "$GATE"
 run "$AILOOP" resume
 expect_rc 0 "resume after SIGINT"
@@ -133,6 +137,10 @@ kill -0 "$orphan" 2>/dev/null && pass || fail "the agent outlived ailoop (as it 
 expect_in "$(cat .ai-loop/runs/run_*/lock)" "ailoop pid $pid on " "a stale lock names the dead holder"
 run "$AILOOP" status --json
 expect_eq "$(printf '%s\n' "$out" | jq -r .locked_by)" "null" "a dead holder's lock is no lock"
+expect_eq "$(printf '%s\n' "$out" | jq -r .stopped)" "true" "a running run no process holds is stopped"
+run "$AILOOP" status
+expect_in "$out" "stopped:      no ailoop process runs it" "status says no process runs it"
+expect_in "$out" "'ailoop resume' goes on with it" "status says how to go on"
 resume_stops_orphan "SIGKILL"
 
 # --- a new run (or the resume of another) first stops the agents a killed run left -----
