@@ -592,7 +592,9 @@ grow() {
 	for c in $(git rev-list --reverse "$start..HEAD"); do
 		prev=$(git log -1 --format=%B "$c" | git commit-tree "$c^{tree}" -p "$prev")
 	done
-	git update-ref "refs/heads/$branch" "$prev"
+	# as ailoop's own commit moves it (resume checks the branch still holds
+	# the run's last commit the reflog names)
+	git update-ref -m "commit: $(git log -1 --format=%s "$prev")" "refs/heads/$branch" "$prev"
 	git update-ref -d refs/bench/grown
 	# its event log, memory and agent calls, as long as those of a run this
 	# long: what the real iterations (0, 1 and 2) added, again and again

@@ -398,58 +398,65 @@ int al_exec_retry(struct al_run *run, bool check_only)
 	return al_run_save(run);
 }
 
-/* Whether the state of a node below `dir` is older on disk than in HEAD. */
-static bool behind_head(struct al_git *git, const char *dir)
+/* Whether the state of a node below `dir` is older on disk than in the tree of `rev`. */
+static bool behind(struct al_git *git, const char *rev, const char *dir)
 {
 	struct al_strbuf path = AL_STRBUF_INIT, text = AL_STRBUF_INIT;
 	struct al_node_state head, disk;
 	char **names;
 	size_t n;
-	bool behind = false;
+	bool older = false;
 
 	al_strbuf_addf(&path, "%s/orchestrator-output.md", dir);
-	if (al_git_read(git, "HEAD", path.buf, &text) == 0 &&
+	if (al_git_read(git, rev, path.buf, &text) == 0 &&
 	    al_node_state_parse(&head, path.buf, text.buf, text.len) == 0) {
 		if (al_node_state_read(&disk, path.buf) == 0) {
-			behind = disk.step < head.step;
+			older = disk.step < head.step;
 			al_node_state_release(&disk);
 		}
 		al_node_state_release(&head);
 	}
-	if (!behind && al_git_ls(git, "HEAD", dir, &names, &n) == 0) {
-		for (size_t i = 0; i < n && !behind; i++) {
+	if (!older && al_git_ls(git, rev, dir, &names, &n) == 0) {
+		for (size_t i = 0; i < n && !older; i++) {
 			char *sub = al_xprintf("%s/%s", dir, names[i]);
 
 			if (names[i][0] != '.' && strcmp(names[i], "logs") && al_dir_exists(sub))
-				behind = behind_head(git, sub);
+				older = behind(git, rev, sub);
 			free(sub);
 		}
 		al_strv_free(names, n);
 	}
 	al_strbuf_release(&path);
 	al_strbuf_release(&text);
-	return behind;
+	return older;
 }
 
 int al_exec_catch_up(struct al_git *git, struct al_run *run)
 {
 	struct al_run_state st;
-	char *nodes = al_xprintf("%s/nodes", run->dir), hex[8];
-	bool behind = behind_head(git, nodes);
+	char *nodes = al_xprintf("%s/nodes", run->dir), last[AL_OID_HEX], hex[8];
 	int rc = 0;
 
+	/*
+	 * The branch lost the run's last commit (an agent's reset, or amend),
+	 * but the run's files are from it or after: going on would skip the
+	 * labels of the commits lost. Set back with the branch, they are not.
+	 */
+	if (al_git_run_last_commit(git, run->st.run_id, last) == 0 && !behind(git, last, nodes))
+		rc = al_git_check_holds(git, last, run->dir);
+	if (rc == 0 && behind(git, "HEAD", nodes)) {
+		if ((rc = al_git_restore_from_head(git, run->dir, hex)) == 0 &&
+		    (rc = al_run_state_read(&st, run->state_path)) == 0) {
+			al_run_state_release(&run->st);
+			run->st = st;
+			fprintf(stderr, "ailoop: run %s's files were set back to an earlier commit's "
+				"(by an agent's checkout?): they are put back as its last commit (%s) "
+				"has them, and the run goes on from there\n", run->st.run_id, hex);
+			rc = 1;
+		}
+	}
 	free(nodes);
-	if (!behind)
-		return 0;
-	if ((rc = al_git_restore_from_head(git, run->dir, hex)) < 0 ||
-	    (rc = al_run_state_read(&st, run->state_path)) < 0)
-		return rc;
-	al_run_state_release(&run->st);
-	run->st = st;
-	fprintf(stderr, "ailoop: run %s's files were set back to an earlier commit's (by an "
-		"agent's checkout?): they are put back as its last commit (%s) has them, and the "
-		"run goes on from there\n", run->st.run_id, hex);
-	return 1;
+	return rc;
 }
 
 struct slurm_check {

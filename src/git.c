@@ -347,6 +347,19 @@ int al_git_check_head(struct al_git *g, const char *own_dir)
 	return rc;
 }
 
+int al_git_check_holds(struct al_git *g, const char *hex, const char *own_dir)
+{
+	git_oid last, tip = g->last;
+	int rc;
+
+	if (!g->following || git_oid_fromstr(&last, hex) < 0)
+		return 0;
+	g->last = last;
+	rc = al_git_check_head(g, own_dir);
+	g->last = tip; /* it holds: the run goes on from HEAD as it follows it */
+	return rc;
+}
+
 /*
  * Files of a run that never go into history: lock files; the event log
  * and the working memory, which only grow; the cache of condition results,

@@ -132,6 +132,49 @@ static int lookup_rev(git_object **out, struct al_git *g, const char *rev)
 	return git_revparse_single(out, g->repo, rev);
 }
 
+int al_git_run_last_commit(struct al_git *g, const char *run_id, char hex[AL_OID_HEX])
+{
+	git_reflog *log = NULL;
+	char *trailer = al_xprintf("\n[run] %s", run_id);
+	size_t tl = strlen(trailer);
+	int rc = AL_ENOTFOUND;
+
+	/* AL_EINVALID: found, but the branch never held it */
+	if (git_reflog_read(&log, g->repo, g->branch_ref ? g->branch_ref : "HEAD") < 0)
+		git_error_clear();
+	/* entry 0 is the newest; an agent's own commits may be above, a few of them */
+	for (size_t i = 0; log && i < git_reflog_entrycount(log) && i < 1000 && rc == AL_ENOTFOUND; i++) {
+		const git_reflog_entry *e = git_reflog_entry_byindex(log, i);
+		const char *what = git_reflog_entry_message(e), *msg, *at;
+		git_commit *c = NULL;
+
+		if (!what || !al_starts_with(what, "commit: ai-loop[") ||
+		    git_commit_lookup(&c, g->repo, git_reflog_entry_id_new(e)) < 0) {
+			git_error_clear();
+			continue;
+		}
+		msg = git_commit_message(c);
+		if ((at = strstr(msg, trailer)) && (at[tl] == '\n' || !at[tl])) {
+			/*
+			 * The branch held it if the next move started there: libgit2
+			 * writes the entry before it moves the ref, and a move that
+			 * failed (a full disk, a kill) leaves an entry the ref never
+			 * followed.
+			 */
+			const git_reflog_entry *next = i ? git_reflog_entry_byindex(log, i - 1) : NULL;
+
+			rc = next && git_oid_equal(git_reflog_entry_id_old(next), git_commit_id(c))
+				     ? 0 : AL_EINVALID;
+			if (rc == 0)
+				git_oid_tostr(hex, AL_OID_HEX, git_commit_id(c));
+		}
+		git_commit_free(c);
+	}
+	git_reflog_free(log);
+	free(trailer);
+	return rc < 0 ? AL_ENOTFOUND : rc;
+}
+
 int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_strbuf *out)
 {
 	git_object *obj = NULL;

@@ -205,12 +205,15 @@ void al_exec_fail_frames(struct al_exec *ex, const char *message);
 int al_exec_retry(struct al_run *run, bool check_only);
 
 /*
- * Before a resume: if the state of a node of `run` is older on disk than
- * in the last commit (an agent checked out an earlier commit's files, and
- * the run stopped before ailoop wrote them again), puts the run's files
- * back as that commit has them and reads the run's state again, so that
- * the run goes on from its last commit, not from an earlier one. 1 if it
- * did, 0 if nothing was older.
+ * Before a resume, what an agent did to the run's history and files
+ * before the run stopped. If the branch no longer holds the run's last
+ * commit (an agent's reset or amend) while the run's files are from it,
+ * AL_EMOVED with the way back (going on would skip the labels lost). If
+ * the state of a node of `run` is older on disk than in the last commit
+ * (an agent checked out an earlier commit's files, and the run stopped
+ * before ailoop wrote them again), puts the run's files back as that
+ * commit has them and reads the run's state again, so that the run goes
+ * on from its last commit, not from an earlier one: 1. Else 0.
  */
 int al_exec_catch_up(struct al_git *git, struct al_run *run);
 

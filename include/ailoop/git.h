@@ -211,6 +211,23 @@ int al_git_branches(struct al_git *g, const char *prefix, char ***names, size_t 
 /* The names in directory `dir` of the tree of `rev` (none if it is absent). */
 int al_git_ls(struct al_git *g, const char *rev, const char *dir, char ***names, size_t *n);
 
+/*
+ * The last commit ailoop made for run `run_id` on the branch it follows
+ * (al_git_follow), as the branch's reflog remembers it, if the branch
+ * moved on from it since: the newest entry of a commit of ailoop's
+ * ("commit: ai-loop[…") that carries the run's trailer, with a later
+ * entry that moved the branch from it (by an agent's commit on top, or
+ * its reset). AL_ENOTFOUND if there is none (or no reflog), or if the
+ * branch never got to it (its move failed).
+ */
+int al_git_run_last_commit(struct al_git *g, const char *run_id, char hex[AL_OID_HEX]);
+/*
+ * Whether HEAD holds commit `hex` (is it or descends from it): 0 if it
+ * does, else AL_EMOVED with the way to put the branch back to it (as a
+ * commit finds an agent's reset), the run's files in `own_dir`.
+ */
+int al_git_check_holds(struct al_git *g, const char *hex, const char *own_dir);
+
 /* The content of `path` in the tree of `rev`. AL_ENOTFOUND if absent. */
 int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_strbuf *out);
 

@@ -68,6 +68,43 @@ for case in "one 2" "two 2" "two 4"; do
 	done
 done
 
+# An agent that rewrites the branch (reset, amend) before the stop: with the
+# run's files from the commits it dropped, resume refuses as the run would
+# have (going on would skip their labels) and says how to put the branch
+# back, after which the run ends as the run left alone; with the files set
+# back along (reset --hard), the run goes on from where the branch is.
+project "$T/rewrite-ref" one none none
+(cd "$T/rewrite-ref" && "$AILOOP" run --quiet count >/dev/null 2>&1)
+want=$(labels "$T/rewrite-ref")
+for case in "soft KILL" "amend INT" "hard KILL"; do
+	set -- $case
+	R=$T/rewrite-$1
+	project "$R" one none "$2"
+	case $1 in
+	soft) tamper="git reset -q --soft HEAD~2" ;;
+	amend) tamper="git commit -q --amend -m mine" ;;
+	hard) tamper="git reset -q --hard HEAD~2" ;;
+	esac
+	sed -i "s|then :;|then :; $tamper;|" "$R/.ai-loop/agents/act.md"
+	(cd "$R" && git commit -qam "the agent rewrites the branch")
+	cd "$R"
+	run "$AILOOP" run --quiet count
+	run "$AILOOP" resume
+	if [ "$1" = hard ]; then
+		expect_rc 0 "$1: the resume goes on from the branch as it is"
+	else
+		expect_rc 1 "$1: the resume refuses the branch that lost the run's last commit"
+		expect_in "$err" "does not contain ailoop's last commit" "$1: the resume says why"
+		way=$(printf '%s\n' "$err" | sed -n "s/.*put it back with '\([^']*\)'.*/\1/p")
+		expect_in "$way" "git reset --soft" "$1: the resume says how to put it back"
+		sh -c "$way"
+		run "$AILOOP" resume
+		expect_rc 0 "$1: after the way back, the resume ends the run"
+	fi
+	expect_eq "$(labels "$R")" "$want" "$1: the iterations of the run left alone, each once"
+	expect_eq "$(cat count)" 5 "$1: the count reached"
+done
+
 # a run of an older ailoop, whose states count no steps, resumes as before
 R=$T/old
 project "$R" one none KILL
