@@ -180,8 +180,11 @@ void al_fm_finish(struct al_fm *fm, struct al_strbuf *out)
 	emit(fm, &ev);
 	if (!yaml_emitter_flush(&fm->emitter))
 		emitter_failed(&fm->emitter);
-	/* an implicit end still gets "..." after an open-ended block scalar */
-	if (fm->yaml.len >= 4 && !strcmp(fm->yaml.buf + fm->yaml.len - 4, "...\n"))
+	/*
+	 * An implicit end still gets "..." after an open-ended block scalar: a
+	 * line of its own, not a plain value's last dots ("wait...").
+	 */
+	if (fm->yaml.len >= 5 && !strcmp(fm->yaml.buf + fm->yaml.len - 5, "\n...\n"))
 		al_strbuf_setlen(&fm->yaml, fm->yaml.len - 4);
 	al_strbuf_adds(out, "---\n");
 	al_strbuf_add(out, fm->yaml.buf, fm->yaml.len);

@@ -5,7 +5,8 @@
 # byte order mark (accepted); a NUL byte in a task (refused); the task file
 # of a child ends in a newline, so that `while read` sees its last line;
 # control characters in an agent's summary reach neither the terminal nor
-# the commit subject.
+# the commit subject; a value ending in "..." (YAML's end of a document)
+# is read back whole.
 . "$(dirname "$0")/lib.sh"
 
 # valid_utf8 TEXT: whether TEXT is well-formed UTF-8
@@ -124,6 +125,36 @@ expect_in "$fails" "$(printf '1 test FAILED')" "the output is kept"
 	fail "the output's own bytes are kept"
 expect_in "$(tr -d '\0' <"$dir/sensor-fails-output.md")" "FAILED
 after a NUL byte" "the output after a NUL byte is kept"
+
+# --- a value that ends in "...", as YAML ends a document: read back whole -----------------
+R=$TEST_TMP/dots
+loop_repo "$R" a
+cat >"$R/.ai-loop/agents/dots.md" <<'MD'
+---
+name: dots
+command: echo "state: wait..."
+metrics:
+  state: 'state: (\S+)'
+---
+MD
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: fix
+  type: loop
+  controller: builtin:all-pass
+  sensors: [.ai-loop/agents/dots.md]
+  actuator: {agent: .ai-loop/agents/noop.md}
+  termination: {max_iterations: 2}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "sense"
+expect_rc 0 "a passing sensor whose metric ends in '...' passes"
+dir=$(ls -d .ai-loop/runs/run_*/nodes/fix)
+expect_in "$(cat "$dir/sensor-dots-output.md")" "  state: wait...
+---" "the metric is kept whole, the front matter closed"
+expect_in "$(git log -1 --format=%s)" "target met" "the run ends at its first measurement"
 
 # --- a FIFO where a file is expected --------------------------------------------------------
 R=$TEST_TMP/fifo

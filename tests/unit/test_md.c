@@ -206,6 +206,28 @@ Test(md, output_is_fenced_front_matter)
 	al_strbuf_release(&sb);
 }
 
+Test(md, values_ending_in_dots_read_back_whole)
+{
+	/* the last value is where a document end "..." would follow */
+	static const char *const values[] = { "wait...", "...", "a\n...", "kept\n\n", "x\n...\n" };
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	for (size_t i = 0; i < sizeof(values) / sizeof(*values); i++) {
+		struct al_fm *fm = al_fm_new();
+
+		al_fm_str(fm, "first", "a");
+		al_fm_str(fm, "last", values[i]);
+		al_fm_finish(fm, &sb);
+		unit_write("dots.md", sb.buf);
+		cr_assert_eq(al_md_read(&md, "dots.md"), 0, "%s: %s", al_errmsg(), sb.buf);
+		cr_assert_str_eq(al_md_str(&md, "last"), values[i], "%s", sb.buf);
+		cr_assert_str_eq(al_md_str(&md, "first"), "a", "%s", sb.buf);
+		al_md_release(&md);
+		al_strbuf_setlen(&sb, 0);
+	}
+	al_strbuf_release(&sb);
+}
+
 Test(md, a_missing_file_is_not_found)
 {
 	cr_assert_eq(al_md_read(&md, "nope.md"), AL_ENOTFOUND);
