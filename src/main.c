@@ -2,6 +2,7 @@
 #include "ailoop/fsutil.h"
 #include "ailoop/util.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <git2.h>
 #include <jansson.h>
@@ -198,6 +199,20 @@ static void std_fds_open(void)
 		close(fd);
 }
 
+/*
+ * What a command printed reached its reader: on a full disk, or a file
+ * that cannot be written, the command failed (a reader that closed the
+ * pipe, as `head` does, wanted no more).
+ */
+static int output_written(int code)
+{
+	int e = fflush(stdout) ? errno : ferror(stdout) ? EIO : 0;
+
+	if (!e || e == EPIPE || code)
+		return code;
+	return al_cli_fail(AL_EXIT_SOFTWARE, "cannot write the output: %s", strerror(e));
+}
+
 int main(int argc, char **argv)
 {
 	const struct al_command *cmd;
@@ -249,5 +264,5 @@ int main(int argc, char **argv)
 	/* what the command wrote last (a run's final state) survives a power loss */
 	if (al_durable_point() < 0)
 		code = al_cli_fail(code ? code : AL_EXIT_SOFTWARE, "%s", al_errmsg());
-	return code;
+	return output_written(code);
 }

@@ -1,4 +1,5 @@
 #include "ailoop/state.h"
+#include "ailoop/flow.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/md.h"
 #include "ailoop/util.h"
@@ -131,8 +132,14 @@ static int node_state_from(struct al_node_state *st, struct al_md *md, const cha
 		goto done;
 	}
 	st->iteration = (int)n;
-	if (al_md_int(md, "level", &n))
+	if (al_md_int(md, "level", &n)) {
+		if (n < 0 || n > AL_FLOW_MAX_DEPTH) {
+			rc = al_err(AL_EINVALID, "'%s' is damaged: its level %lld is not one a "
+				    "flow has", path, n);
+			goto done;
+		}
 		st->level = (int)n;
+	}
 	if (al_md_int(md, "max-iterations", &n))
 		st->max_iterations = (int)n;
 	if (al_md_int(md, "elapsed-ms", &n))

@@ -4,9 +4,12 @@
 #include "ailoop/run_view.h"
 #include "ailoop/util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* `path` from the current directory, as an absolute path. Caller frees. */
@@ -37,6 +40,29 @@ static int check_output(const char *path)
 	return code;
 }
 
+/*
+ * Writes the page to `path`: a new file in its place, as a whole, if it
+ * is a regular file or is not there; else into what is there (a device,
+ * a FIFO, a symbolic link's target), which a rename would replace.
+ */
+static int write_page(const char *path, const struct al_strbuf *page)
+{
+	struct stat st;
+	int fd, rc, e;
+
+	if (path && (lstat(path, &st) < 0 || S_ISREG(st.st_mode)))
+		return al_write_atomic(path, page->buf, page->len);
+	fd = path ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : STDOUT_FILENO;
+	rc = fd < 0 || al_write_all(fd, page->buf, page->len) < 0 ? -1 : 0;
+	e = errno;
+	if (path && fd >= 0 && close(fd) < 0 && rc == 0) {
+		rc = -1;
+		e = errno;
+	}
+	return rc < 0 ? al_err(AL_ERROR, "cannot write '%s': %s", path ? path : "the output",
+				strerror(e)) : 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longs[] = {
@@ -64,7 +90,8 @@ int cmd_report(int argc, char **argv)
 		return al_cli_fail(AL_EXIT_USAGE, "unknown format '%s' (html or md)", format);
 	if ((code = al_cli_operands(argc, 0, 1, "report")))
 		return code;
-	if (output) { /* relative to where the user is, before entering the root */
+	/* "-": the page on the standard output, for a pipe */
+	if (output && strcmp(output, "-")) { /* relative to where the user is, before the root */
 		path = absolute(output);
 		if ((code = check_output(path)))
 			goto done;
@@ -81,7 +108,7 @@ int cmd_report(int argc, char **argv)
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
 	}
-	if (!path) {
+	if (!path && !output) {
 		/* a run read from its branch has no directory here yet */
 		if ((rc = al_mkdirs(view.dir)) < 0) {
 			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
@@ -96,11 +123,12 @@ int cmd_report(int argc, char **argv)
 		al_report_md(&page, &report);
 	else
 		al_report_html(&page, &report);
-	if ((rc = al_write_atomic(path, page.buf, page.len)) < 0) {
+	if ((rc = write_page(path, &page)) < 0) {
 		code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
 		goto done;
 	}
-	printf("%s\n", path);
+	if (path)
+		printf("%s\n", path);
 done:
 	al_report_release(&report);
 	al_run_view_release(&view);

@@ -444,8 +444,8 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 		goto done;
 	}
 	if (!strcmp(run->st.status, "blocked"))
-		fprintf(stderr, "ailoop: run %s was blocked by a circuit breaker: resetting it and "
-			"acting again\n", run->st.run_id);
+		fprintf(stderr, "ailoop: run %s was blocked (by a circuit breaker or a spent budget): "
+			"resetting the breakers and acting again\n", run->st.run_id);
 	if (al_status_resumable(run->st.status)) {
 		free(run->st.status);
 		run->st.status = al_strdup("running");

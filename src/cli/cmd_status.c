@@ -90,6 +90,14 @@ static json_t *feedback_json(const struct al_feedback_log *log)
 	return open;
 }
 
+/* A field of a feedback record, "-" if it is not a string (a damaged record). */
+static const char *field(const json_t *f, const char *key)
+{
+	const char *s = json_string_value(json_object_get(f, key));
+
+	return s ? s : "-";
+}
+
 static void print_feedback(const struct al_feedback_log *log)
 {
 	size_t open = 0;
@@ -101,12 +109,8 @@ static void print_feedback(const struct al_feedback_log *log)
 			continue;
 		if (!open++)
 			printf("  feedback:\n");
-		printf("    %s %s -> %s: %s, %s (round %d of %d)\n",
-		       json_string_value(json_object_get(f, "id")),
-		       json_string_value(json_object_get(f, "from")),
-		       json_string_value(json_object_get(f, "to")),
-		       json_string_value(json_object_get(f, "type")),
-		       json_string_value(json_object_get(f, "status")),
+		printf("    %s %s -> %s: %s, %s (round %d of %d)\n", field(f, "id"), field(f, "from"),
+		       field(f, "to"), field(f, "type"), field(f, "status"),
 		       (int)json_integer_value(json_object_get(f, "round")), AL_FEEDBACK_MAX_ROUNDS);
 	}
 	if (!open)

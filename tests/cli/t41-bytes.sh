@@ -132,7 +132,7 @@ loop_repo "$R" a
 cat >"$R/.ai-loop/agents/dots.md" <<'MD'
 ---
 name: dots
-command: echo "state: wait..."
+command: 'echo "state: wait..."'
 metrics:
   state: 'state: (\S+)'
 ---

@@ -65,7 +65,7 @@ expect_in "$err" "ailoop resume" "names ailoop resume"
 # --- resume resets it and acts again: still no progress, blocked again -------------
 run "$AILOOP" resume
 expect_rc 4 "resumed without progress: blocked again"
-expect_in "$err" "was blocked by a circuit breaker: resetting it and acting again" \
+expect_in "$err" "was blocked (by a circuit breaker or a spent budget): resetting the breakers and acting again" \
 	"resume says it resets the breaker"
 expect_in "$err" "circuit breaker reset" "the node says its breaker was reset"
 expect_eq "$(calls)" 6 "three more actuations after the reset"
