@@ -119,7 +119,7 @@ Test(git_recent, blobs_and_what_is_written_outside_a_commit_are_not_kept)
 Test(git_recent, a_write_that_failed_is_not_kept)
 {
 	git_oid tree;
-	char *path, *dir;
+	char *path, *dir, *aside;
 
 	/* the same tree's name, learnt in a scratch repository */
 	unit_sh("mkdir scratch && cd scratch && git init -q && printf 'd\\n' >d.txt && "
@@ -134,15 +134,23 @@ Test(git_recent, a_write_that_failed_is_not_kept)
 		hex[GIT_OID_HEXSZ] = '\0';
 		cr_assert_eq(git_oid_fromstr(&tree, hex), 0);
 	}
-	/* its fan-out directory a file: the loose objects cannot write it */
+	/*
+	 * Its fan-out directory a file: the loose objects cannot write it. The
+	 * directory may hold objects already (the set-up's commit, named by
+	 * its time): set aside, and back after.
+	 */
 	path = loose_path(&tree);
 	dir = al_strndup(path, strrchr(path, '/') - path);
-	rmdir(dir);
+	aside = al_xprintf("%s.aside", dir);
+	cr_assert(rename(dir, aside) == 0 || errno == ENOENT, "%s", strerror(errno));
 	unit_write(dir, "not a directory\n");
 	al_git_recent_begin(recent);
 	cr_assert_neq(write_tree(&tree, "d.txt", "d\n"), 0, "the write fails");
 	al_git_recent_end(recent);
 	cr_assert_not(found_without_file(&tree), "nothing kept of it");
+	cr_assert_eq(unlink(dir), 0);
+	rename(aside, dir);
+	free(aside);
 	free(dir);
 	free(path);
 }
