@@ -56,9 +56,10 @@ int al_cli_getopt(int argc, char **argv, const char *shorts, const struct option
 void al_cli_usage(FILE *out, const struct al_command *cmd);
 /*
  * Checks the number of operands left after the options: 0 if it is from
- * `min` to `max`, else prints the usage of `cmd` and returns 64.
+ * `min` to `max`, else names the first operand too many (or says one is
+ * missing), prints the usage of `cmd` and returns 64.
  */
-int al_cli_operands(int argc, int min, int max, const char *cmd);
+int al_cli_operands(int argc, char **argv, int min, int max, const char *cmd);
 void al_cli_help(FILE *out, const struct al_command *cmd);
 /* "ailoop: error: …" on stderr; returns `code` for `return al_cli_fail(...)`. */
 int al_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -33,7 +33,7 @@ int cmd_graph(int argc, char **argv)
 						   "unknown format '%s' (use mermaid or dot)", optarg);
 		}
 	}
-	if ((code = al_cli_operands(argc, 0, 0, "graph")))
+	if ((code = al_cli_operands(argc, argv, 0, 0, "graph")))
 		return code;
 	code = al_cli_load_flow(flow_arg, &diags, &flow);
 	if (!code) {

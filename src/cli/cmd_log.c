@@ -228,7 +228,13 @@ int cmd_log(int argc, char **argv)
 	p.node = node;
 	p.json = json;
 	p.oneline = oneline;
-	if ((code = al_cli_operands(argc, 0, branch ? 0 : 1, "log")) ||
+	if (branch && optind < argc) {
+		fprintf(stderr, "ailoop: error: a RUN-ID ('%s') and --branch cannot both be given: "
+			"a run is found on its own branch\n", argv[optind]);
+		al_cli_usage(stderr, al_command_find("log"));
+		return AL_EXIT_USAGE;
+	}
+	if ((code = al_cli_operands(argc, argv, 0, 1, "log")) ||
 	    (code = al_cli_enter_repo()))
 		return code;
 	if ((rc = al_git_open(&git)) < 0) {

@@ -6,10 +6,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * A key or value on one line of `key<TAB>value`: a newline, tab or backslash
+ * in it is written as C writes it, any other control character as \xNN, so
+ * that each entry is one line and nothing reaches the terminal as a
+ * command (an escape sequence an agent stored). --json gives values exact.
+ */
+static void print_escaped(const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '\n')
+			fputs("\\n", stdout);
+		else if (c == '\t')
+			fputs("\\t", stdout);
+		else if (c == '\\')
+			fputs("\\\\", stdout);
+		else if (c < 0x20 || c == 0x7f)
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+}
+
 static void print_entry(const char *key, const char *value, void *data)
 {
 	(void)data;
-	printf("%s\t%s\n", key, value);
+	print_escaped(key); /* checked when set, but memory.jsonl is a file an agent can edit */
+	putchar('\t');
+	print_escaped(value);
+	putchar('\n');
 }
 
 static int list(struct al_memory *m, bool json)
@@ -70,7 +97,7 @@ int cmd_memory(int argc, char **argv)
 	if (json && !subs[k].json)
 		return al_cli_fail(AL_EXIT_USAGE, "option '--json' does not apply to 'memory %s'",
 				   sub);
-	if ((code = al_cli_operands(argc, subs[k].operands, subs[k].operands, "memory")))
+	if ((code = al_cli_operands(argc, argv, subs[k].operands, subs[k].operands, "memory")))
 		return code;
 	if (!run_dir || !*run_dir)
 		return al_cli_fail(AL_EXIT_USAGE, "ailoop memory works inside a run: "

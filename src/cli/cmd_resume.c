@@ -548,7 +548,7 @@ int cmd_resume(int argc, char **argv)
 		else if (c == 'j')
 			json = true;
 	}
-	if ((code = al_cli_operands(argc, 0, 1, "resume")) || (code = al_cli_enter_repo()))
+	if ((code = al_cli_operands(argc, argv, 0, 1, "resume")) || (code = al_cli_enter_repo()))
 		return code;
 	return resume(optind < argc ? argv[optind] : NULL, force, json, -1);
 }

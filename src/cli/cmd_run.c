@@ -455,7 +455,7 @@ int cmd_run(int argc, char **argv)
 		case 'q': o.quiet = true; break;
 		}
 	}
-	if ((code = al_cli_operands(argc, o.task_file ? 0 : 1, 1, "run")))
+	if ((code = al_cli_operands(argc, argv, o.task_file ? 0 : 1, 1, "run")))
 		return code;
 	if ((code = read_task(optind < argc ? argv[optind] : NULL, o.task_file, &task)) != 0)
 		return code;

@@ -399,7 +399,7 @@ int cmd_setup(int argc, char **argv)
 			break;
 		}
 	}
-	if ((code = al_cli_operands(argc, 0, 0, "setup")))
+	if ((code = al_cli_operands(argc, argv, 0, 0, "setup")))
 		goto done;
 	if (runner_arg && !known_runner(runner_arg)) {
 		code = al_cli_fail(AL_EXIT_USAGE, "unknown runner '%s' (runners: claude, codex, gemini, "

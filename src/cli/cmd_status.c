@@ -290,8 +290,11 @@ static void print_text(const struct al_run_state *st, const struct al_run_nodes 
 
 		if (s->type && strcmp(s->type, "loop")) /* runs once in its label */
 			snprintf(it, sizeof(it), "%s", s->type);
-		else
-			snprintf(it, sizeof(it), "%d of %d", s->iteration, s->max_iterations);
+		else /* the last measurement after the last actuation is one more than the limit */
+			snprintf(it, sizeof(it), "%d of %d",
+				 s->max_iterations > 0 && s->iteration > s->max_iterations
+					 ? s->max_iterations : s->iteration,
+				 s->max_iterations);
 		printf("  %*s%-*s %-8s %-11s %-10s %s", s->level * 2, "", 32 - s->level * 2,
 		       s->node_path, s->label, it, al_phase_names[s->phase], s->status);
 		if (!s->type || !strcmp(s->type, "loop"))
@@ -321,7 +324,7 @@ int cmd_status(int argc, char **argv)
 			return code;
 		json = true;
 	}
-	if ((code = al_cli_operands(argc, 0, 1, "status")) || (code = al_cli_enter_repo()))
+	if ((code = al_cli_operands(argc, argv, 0, 1, "status")) || (code = al_cli_enter_repo()))
 		return code;
 	if (al_git_open(&git) < 0)
 		git = NULL;

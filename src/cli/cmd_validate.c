@@ -50,7 +50,7 @@ int cmd_validate(int argc, char **argv)
 		if (c == 'f')
 			flow_arg = optarg;
 	}
-	if ((code = al_cli_operands(argc, 0, 0, "validate")))
+	if ((code = al_cli_operands(argc, argv, 0, 0, "validate")))
 		return code;
 	code = al_cli_load_flow(flow_arg, &diags, &flow);
 	if (!code) {

@@ -24,12 +24,16 @@ void al_cli_help(FILE *out, const struct al_command *cmd)
 	fprintf(out, "\n%s.\n\n%s", cmd->summary, cmd->help);
 }
 
-int al_cli_operands(int argc, int min, int max, const char *cmd)
+int al_cli_operands(int argc, char **argv, int min, int max, const char *cmd)
 {
 	int n = argc - optind;
 
 	if (n >= min && n <= max)
 		return 0;
+	if (n > max)
+		fprintf(stderr, "ailoop: error: unexpected operand '%s'\n", argv[optind + max]);
+	else
+		fprintf(stderr, "ailoop: error: missing operand\n");
 	al_cli_usage(stderr, al_command_find(cmd));
 	return AL_EXIT_USAGE;
 }

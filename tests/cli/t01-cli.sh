@@ -52,6 +52,22 @@ done
 run "$AILOOP" help nosuch
 expect_rc 64 "help for an unknown command"
 
+# operands too many or missing: the reason, then the usage
+run "$AILOOP" status a b
+expect_rc 64 "status with two operands"
+expect_in "$err" "unexpected operand 'b'" "the operand too many is named"
+expect_in "$err" "usage: ailoop status" "and the usage follows"
+run "$AILOOP" validate extra
+expect_rc 64 "validate with an operand"
+expect_in "$err" "unexpected operand 'extra'" "validate names the operand"
+run "$AILOOP" run
+expect_rc 64 "run without a task"
+expect_in "$err" "missing operand" "run says the task is missing"
+run "$AILOOP" log --branch ai-loop/x run_20260101_001
+expect_rc 64 "log with a run and --branch"
+expect_in "$err" "a RUN-ID ('run_20260101_001') and --branch cannot both be given" \
+	"log says why a run and a branch do not go together"
+
 run "$AILOOP" graph --format svg
 expect_rc 64 "unknown graph format"
 expect_in "$err" "unknown format 'svg'" "graph format message"

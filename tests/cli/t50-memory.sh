@@ -84,6 +84,18 @@ expect_eq "$(jq -r '[.timestamp, .knowledge_type, .confidence] | @tsv' \
 	"$run_dir/memory.jsonl" | sed 's/^2[0-9-]*T[0-9:]*Z/TS/' | sort -u)" \
 	"TS	observation	verified" "entries carry the seed's fields"
 
+# a value with a newline, a tab, a backslash and a terminal escape: one line each, escaped
+run "$AILOOP" memory set zz "$(printf 'two\nlines\tand \\ \033[2J')"
+expect_rc 0 "set a value with control characters"
+run "$AILOOP" memory list
+expect_eq "$(printf '%s\n' "$out" | tail -1)" 'zz	two\nlines\tand \\ \x1b[2J' \
+	"list escapes control characters, one entry a line"
+run "$AILOOP" memory get zz
+expect_eq "$out" "$(printf 'two\nlines\tand \\ \033[2J')" "get prints the value as it is"
+run "$AILOOP" memory list --json
+expect_eq "$(printf '%s' "$out" | jq -r .zz)" "$(printf 'two\nlines\tand \\ \033[2J')" \
+	"list --json keeps the value exact"
+
 AILOOP_RUN_DIR=$TEST_TMP/gone run "$AILOOP" memory list
 expect_rc 66 "a run directory that does not exist"
 expect_in "$err" "ailoop: error: no run directory '$TEST_TMP/gone' (AILOOP_RUN_DIR)" \
