@@ -247,7 +247,8 @@ static int judge(struct al_node_run *nr)
 		return finish(nr, "complete", msg);
 	}
 	if (nr->st.iteration >= n->max_iterations) {
-		bool until = n->condition || n->exit_on == AL_EXIT_MANUAL_BREAK;
+		/* SPEC: only a loop with a condition fails at its limit; a manual break may never come */
+		bool until = n->condition != NULL;
 
 		snprintf(msg, sizeof(msg), "%s (%d)", until ? "max iterations reached"
 			 : "all iterations ran", n->max_iterations);

@@ -126,12 +126,16 @@ static size_t detect_dir(const char *dir, struct found *f, size_t max)
 	for (size_t i = 0; *dir && i < n; i++) {
 		struct al_strbuf sb = AL_STRBUF_INIT;
 		size_t len = strlen(dir) - 1;
+		/* a name cd would take for an option (-n) goes as a path (./-n) */
+		const char *path = dir[0] == '-' ? "./" : "";
 
 		al_strbuf_adds(&sb, "cd ");
 		if (strspn(dir, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-+") == len) {
+			al_strbuf_adds(&sb, path);
 			al_strbuf_add(&sb, dir, len);
 		} else { /* quoted for sh */
 			al_strbuf_addch(&sb, '\'');
+			al_strbuf_adds(&sb, path);
 			for (size_t k = 0; k < len; k++)
 				if (dir[k] == '\'')
 					al_strbuf_adds(&sb, "'\\''");

@@ -714,6 +714,10 @@ static void check_node(struct loader *l, struct al_node *n, const struct al_val 
 				      "or 'children'");
 			else if (given(v, "children")->kind == AL_VAL_SEQ && !given(v, "children")->n)
 				loader_error(l, given(v, "children")->pos, "loop has no children");
+		} else if (n->exit_on == AL_EXIT_MANUAL_BREAK && given(v, "condition")) {
+			loader_error(l, given(v, "condition")->pos, "a 'condition' is not used with "
+			      "exit_on 'manual_break': the loop ends when memory 'loop.%s.break' is "
+			      "true", n->id);
 		} else if (n->exit_on != AL_EXIT_MANUAL_BREAK && given(v, "exit_on") &&
 			   !given(v, "condition")) {
 			loader_error(l, given(v, "exit_on")->pos, "exit_on '%s' needs a 'condition'",

@@ -128,6 +128,30 @@ int al_write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
+/*
+ * open(2) of a file ailoop writes in a run's directories, which makes the
+ * directory it goes in if that has gone: an agent may remove a node's
+ * directory or its logs (the run's whole directory it cannot: its lock
+ * is checked after every agent call, al_run_files_gone). What was in it
+ * is written again as the run goes on, or restored from the last commit.
+ */
+static int open_in_dir(const char *path, int flags, mode_t mode)
+{
+	int fd = open(path, flags, mode);
+	const char *slash;
+	char *dir;
+
+	if (fd >= 0 || errno != ENOENT || !(slash = strrchr(path, '/')) || slash == path)
+		return fd;
+	dir = al_strndup(path, (size_t)(slash - path));
+	if (!al_dir_exists(dir) && al_mkdirs(dir) == 0)
+		fd = open(path, flags, mode);
+	else
+		errno = ENOENT;
+	free(dir);
+	return fd;
+}
+
 int al_write_atomic(const char *path, const void *data, size_t len)
 {
 	struct al_strbuf lock = AL_STRBUF_INIT;
@@ -179,9 +203,34 @@ bool al_rewritten(const struct stat *st)
 	return false;
 }
 
+/* The run's files ailoop removed since the last commit staged (al_removed_note). */
+static char **removed;
+static size_t nremoved, removed_alloc;
+
+void al_removed_note(const char *path)
+{
+	if (al_removed_noted(path))
+		return;
+	AL_GROW(removed, nremoved, removed_alloc);
+	removed[nremoved++] = al_strdup(path);
+}
+
+bool al_removed_noted(const char *path)
+{
+	for (size_t i = 0; i < nremoved; i++) { /* the path, or below it */
+		size_t n = strlen(removed[i]);
+
+		if (!strncmp(path, removed[i], n) && (path[n] == '/' || !path[n]))
+			return true;
+	}
+	return false;
+}
+
 void al_rewritten_clear(void)
 {
 	nrewritten = 0;
+	while (nremoved)
+		free(removed[--nremoved]);
 }
 
 static void remember_rewritten(const struct stat *st)
@@ -216,7 +265,7 @@ static int cut(int fd, size_t len, const struct stat *st)
  */
 static int open_scratch(const char *lock, struct stat *st)
 {
-	int fd = open(lock, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	int fd = open_in_dir(lock, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 
 	if (fd >= 0 && fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_nlink == 1)
 		return fd;
@@ -273,7 +322,7 @@ done:
 int al_write_in_place(const char *path, const void *data, size_t len)
 {
 	/* (an agent's FIFO there would hold a plain open until someone reads it) */
-	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	int fd = open_in_dir(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 	size_t half = len / 2;
 	struct stat st;
 

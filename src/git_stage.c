@@ -93,6 +93,144 @@ static int add_own_file(struct al_git *g, git_index *index, const char *path)
 	return rc;
 }
 
+/*
+ * A file of the run's own (under `own_dir`, or the runs' .gitignore) that
+ * the index tracks and the work tree lost: an agent removed it (a node's
+ * directory, `git restore --source=main .`), not ailoop, which removes
+ * one of them only through al_removed_note(). Such a file is put back as
+ * the index has it, not committed as gone: a node's task, a finished
+ * node's result and state are written once, and a resume needs them.
+ */
+static bool restorable(const char *path, const char *own_dir)
+{
+	return ((own_dir && al_git_below(path, own_dir)) || !strcmp(path, AL_RUNS_DIR "/.gitignore")) &&
+	       !al_git_unrecorded(path) && !al_removed_noted(path);
+}
+
+/*
+ * As restorable(), for the full scan, which may be the first commit of a
+ * resumed run: a node's state gone then may be one a feedback edge removed
+ * before the kill (feedback.c), which this process cannot have noted, and
+ * it is left as gone. The watch sees only what went in this process.
+ */
+static bool restorable_by_scan(const char *path, const char *own_dir)
+{
+	const char *base = strrchr(path, '/');
+
+	return restorable(path, own_dir) &&
+	       strcmp(base ? base + 1 : path, "orchestrator-output.md");
+}
+
+static int restore_own_file(struct al_git *g, git_index *index, const git_index_entry *e)
+{
+	git_blob *blob = NULL;
+	char *path = al_strdup(e->path);
+	int rc;
+
+	if ((rc = git_blob_lookup(&blob, g->repo, &e->id)) == 0 &&
+	    (rc = al_write_in_place(path, git_blob_rawcontent(blob),
+				    (size_t)git_blob_rawsize(blob))) == 0)
+		rc = add_own_file(g, index, path);
+	git_blob_free(blob);
+	free(path);
+	return rc;
+}
+
+/*
+ * Puts back what the index tracks at `path` (a file, or everything below
+ * a directory) of the run's own files; *left: whether anything else was
+ * there, for the caller to stage as gone.
+ */
+static int restore_own(struct al_git *g, git_index *index, const char *path, const char *own_dir,
+		       bool *left)
+{
+	const git_index_entry *e = git_index_get_bypath(index, path, 0);
+	char *dir = al_xprintf("%s/", path);
+	char **paths = NULL;
+	size_t n = 0, alloc = 0, pos;
+	int rc = 0;
+
+	*left = false;
+	if (e) {
+		if (restorable(path, own_dir))
+			rc = restore_own_file(g, index, e);
+		else
+			*left = true;
+		free(dir);
+		return rc;
+	}
+	if (git_index_find_prefix(&pos, index, dir) == 0)
+		for (; (e = git_index_get_byindex(index, pos)) && al_starts_with(e->path, dir); pos++) {
+			if (!restorable(e->path, own_dir)) {
+				*left = true;
+				continue;
+			}
+			AL_GROW(paths, n, alloc);
+			paths[n++] = al_strdup(e->path);
+		}
+	for (size_t i = 0; i < n && rc == 0; i++)
+		if ((e = git_index_get_bypath(index, paths[i], 0)))
+			rc = restore_own_file(g, index, e);
+	al_strv_free(paths, n);
+	free(dir);
+	return rc;
+}
+
+/* A walk of HEAD's tree of the run's directory (restore_own_from_head). */
+struct restore_walk {
+	struct al_git *g;
+	const char *own_dir;
+	int rc;
+};
+
+/* Puts back one file of the run's own that HEAD has and the work tree lost. */
+static int restore_from_tree(const char *root, const git_tree_entry *te, void *data)
+{
+	struct restore_walk *w = data;
+	char *path = al_xprintf("%s/%s%s", w->own_dir, root, git_tree_entry_name(te));
+	git_blob *blob = NULL;
+	struct stat st;
+
+	if (git_tree_entry_type(te) == GIT_OBJECT_BLOB && lstat(path, &st) < 0 &&
+	    (errno == ENOENT || errno == ENOTDIR) && restorable_by_scan(path, w->own_dir) &&
+	    (w->rc = git_blob_lookup(&blob, w->g->repo, git_tree_entry_id(te))) == 0)
+		w->rc = al_write_in_place(path, git_blob_rawcontent(blob),
+					  (size_t)git_blob_rawsize(blob));
+	git_blob_free(blob);
+	free(path);
+	return w->rc < 0 ? -1 : 0;
+}
+
+/*
+ * Before a full scan: the files of the run's own that HEAD has and the
+ * work tree lost are put back (restorable_by_scan()). The index cannot tell them
+ * where an agent changed it too (`git restore --staged`, `git rm
+ * --cached`); HEAD is the run's last commit (al_git_check_head).
+ */
+static int restore_own_from_head(struct al_git *g, const char *own_dir)
+{
+	struct restore_walk w = { g, own_dir, 0 };
+	git_object *tree = NULL;
+	char *spec = al_xprintf("HEAD:%s", own_dir);
+
+	if (git_revparse_single(&tree, g->repo, spec) == 0 &&
+	    git_object_type(tree) == GIT_OBJECT_TREE &&
+	    git_tree_walk((git_tree *)tree, GIT_TREEWALK_PRE, restore_from_tree, &w) < 0 &&
+	    w.rc == 0)
+		w.rc = -1;
+	git_object_free(tree);
+	tree = NULL;
+	free(spec);
+	if (w.rc == 0 && git_revparse_single(&tree, g->repo, "HEAD:" AL_RUNS_DIR "/.gitignore") == 0 &&
+	    git_object_type(tree) == GIT_OBJECT_BLOB && !al_file_exists(AL_RUNS_DIR "/.gitignore"))
+		w.rc = al_write_in_place(AL_RUNS_DIR "/.gitignore",
+					 git_blob_rawcontent((git_blob *)tree),
+					 (size_t)git_blob_rawsize((git_blob *)tree));
+	git_object_free(tree);
+	git_error_clear();
+	return w.rc;
+}
+
 /* Whether the work tree file may differ from its index entry. */
 static bool stat_differs(const git_index_entry *e, const struct stat *st)
 {
@@ -399,7 +537,8 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 	git_status_list *list = NULL;
 	int rc = 0;
 
-	if (own_dir && ((rc = stage_own_files(g, index, own_dir)) < 0 ||
+	if (own_dir && ((rc = restore_own_from_head(g, own_dir)) < 0 ||
+			(rc = stage_own_files(g, index, own_dir)) < 0 ||
 			(rc = index_write(index)) < 0))
 		return rc;
 	*staged = 0;
@@ -423,8 +562,13 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 		    al_git_sparse(index, path))
 			continue;
 		++*staged;
-		if (e->status & GIT_STATUS_WT_DELETED)
-			rc = git_index_remove_bypath(index, path);
+		if (e->status & GIT_STATUS_WT_DELETED) {
+			const git_index_entry *tracked = git_index_get_bypath(index, path, 0);
+
+			rc = tracked && restorable_by_scan(path, own_dir)
+				     ? restore_own_file(g, index, tracked)
+								  : git_index_remove_bypath(index, path);
+		}
 		else if (al_starts_with(path, ".ai-loop/runs/"))
 			rc = add_own_file(g, index, path);
 		else if (al_ends_with(path, "/")) /* only a repository is listed as a directory */
@@ -560,7 +704,11 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 		 * gone, or beyond a symbolic link; or a FIFO, a socket, a
 		 * device: git records none (and a FIFO's open waits)
 		 */
-		if (!tracked || (rc = git_index_remove_bypath(index, path)) == 0)
+		bool left = true;
+
+		if (gone && (rc = restore_own(g, index, path, own_dir, &left)) < 0)
+			left = false;
+		if (left && (!tracked || (rc = git_index_remove_bypath(index, path)) == 0))
 			rc = git_index_remove_directory(index, path, 0);
 	} else if (S_ISDIR(st.st_mode)) {
 		if (tracked)

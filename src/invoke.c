@@ -212,8 +212,11 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	 */
 	if (!c->keep_output && (rc = al_empty_path(c->output)) < 0)
 		goto done;
-	if (c->keep_output && al_dir_exists(c->output) && (rc = al_remove_tree(c->output)) < 0)
-		goto done;
+	if (c->keep_output && al_dir_exists(c->output)) {
+		al_removed_note(c->output); /* an agent's directory there: committed as gone */
+		if ((rc = al_remove_tree(c->output)) < 0)
+			goto done;
+	}
 
 	if (a->command_sh) {
 		const char *argv[] = { "sh", "-c", a->command_sh, NULL };

@@ -488,7 +488,7 @@ static int decide(struct al_node_run *nr)
 	return al_node_save(nr);
 }
 
-/* Makes the state of a skipped child final, so that no resume continues it. */
+/* Makes the state of a skipped child (or a node below it) final, so that no resume continues it. */
 static int skip_state(struct al_node_run *nr, const struct al_node *c)
 {
 	struct al_exec *ex = nr->ex;
@@ -506,10 +506,12 @@ static int skip_state(struct al_node_run *nr, const struct al_node *c)
 		 al_strbuf_read_file(&task, task_path, 0) == 0) {
 		al_set_str(&st.status, "skipped");
 		al_set_str(&st.summary, "stopped: the parallel node had its result");
+		/* (a node below the child was working when the child was stopped) */
 		st.phase = AL_PHASE_DONE;
 		al_exec_result_head(&result, ex, c, "skipped", NULL, false, st.iteration);
 		al_strbuf_addf(&result, "## Summary\n\nStopped: parallel node '%s' had its result "
-			       "before this child ended.\n", nr->n->id);
+			       "before this %s ended.\n", nr->n->id,
+			       c->parent == nr->n ? "child" : "node");
 		rc = al_write_state(result_path, result.buf, result.len);
 		if (rc == 0)
 			rc = al_node_state_write(&st, state, task.buf);
@@ -522,6 +524,20 @@ static int skip_state(struct al_node_run *nr, const struct al_node *c)
 	free(state);
 	free(dir);
 	return rc;
+}
+
+/* skip_state() of a skipped child and of every node below it. */
+struct skip_walk {
+	struct al_node_run *nr;
+	int rc;
+};
+
+static void skip_below(struct al_node *n, void *data)
+{
+	struct skip_walk *w = data;
+
+	if (w->rc == 0)
+		w->rc = skip_state(w->nr, n);
 }
 
 /*
@@ -704,8 +720,11 @@ static int conclude(struct al_node_run *nr, int err)
 	for (size_t k = 0; k < n->nchildren && rc == 0; k++) {
 		if (nr->st.done[k] != 's')
 			continue;
+		struct skip_walk w = { nr, 0 };
+
 		json_array_append_new(skipped, json_string(n->children[k]->id));
-		rc = skip_state(nr, n->children[k]);
+		al_flow_walk(n->children[k], skip_below, &w);
+		rc = w.rc;
 	}
 	if (rc < 0) {
 		json_decref(skipped);

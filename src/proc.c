@@ -35,6 +35,7 @@ struct child {
 	int64_t deadline;    /* when it is stopped; 0 = none (yet) */
 	bool started;        /* spec->started seen (or none to wait for) */
 	int64_t kill_at;     /* when SIGTERM turns into SIGKILL; 0 = not pending */
+	bool killed;         /* SIGKILL sent: the grace is over */
 	int64_t drain_until; /* after exit: stop waiting for pipes held by strays */
 };
 
@@ -403,8 +404,35 @@ static void check_exit(struct child *c, int64_t now)
 	    info.si_pid != c->pid)
 		return;
 	c->exited = true;
-	signal_group(c, SIGKILL); /* strays the agent left behind */
 	c->drain_until = now + 2000;
+	/*
+	 * Strays the agent left behind in its group are killed; while it is
+	 * being stopped they have the rest of its grace: a shell's `sh -c`
+	 * dies of SIGTERM at once, the program it ran may take seconds to
+	 * save its work (reap() waits for them).
+	 */
+	if (c->kill_at && !c->killed) {
+		if (c->kill_at > c->drain_until)
+			c->drain_until = c->kill_at;
+	} else {
+		signal_group(c, SIGKILL);
+	}
+}
+
+/*
+ * What is left of a stopped agent's group after its leader exited: until
+ * it is gone, the grace ends (then SIGKILL) or a second signal says now.
+ */
+static void wait_group(pid_t pgid, int64_t until)
+{
+	struct timespec ms = { 0, 10000000 };
+
+	while (kill(-pgid, 0) == 0 && al_now_ms() < until && al_signals_count() < 2) {
+		while (waitpid(-pgid, NULL, WNOHANG) > 0)
+			;
+		nanosleep(&ms, NULL);
+	}
+	kill(-pgid, SIGKILL);
 }
 
 /* (proc.h) When this returns, no process of the agent can touch the tree. */
@@ -426,6 +454,8 @@ static void reap(struct child *c, int64_t now)
 
 	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
 		;
+	if (c->kill_at && !c->killed)
+		wait_group(c->pid, c->kill_at);
 	al_proc_reap_group(c->pid);
 	if (WIFEXITED(status))
 		c->res->exit_code = WEXITSTATUS(status);
@@ -544,6 +574,7 @@ static void step(struct child *cs, size_t n, int *signals_seen)
 		}
 		if (c->kill_at && now >= c->kill_at && !c->exited) {
 			signal_group(c, SIGKILL);
+			c->killed = true;
 			c->kill_at = now + 60000;
 		}
 		if (c->exited && (c->out_fd < 0 && c->err_fd < 0 ? true : now >= c->drain_until))

@@ -22,6 +22,7 @@ int al_write_atomic(const char *path, const void *data, size_t len);
  * that would read it is not recorded, and resume runs the step that writes
  * it again. Anything that is not a plain file of one link (a symbolic
  * link, a hard link an agent made) is replaced as al_write_atomic() does.
+ * Its directory is made if it has gone (an agent removed a node's logs).
  */
 int al_write_in_place(const char *path, const void *data, size_t len);
 /*
@@ -32,6 +33,7 @@ int al_write_in_place(const char *path, const void *data, size_t len);
  * text, and no inode is made or freed (on ext4, making inodes while many
  * were freed recently is most of what a small write costs). X.lock stays,
  * holding the old text; it is left out of commits as every *.lock is.
+ * Its directory is made if it has gone, as al_write_in_place() makes it.
  */
 int al_write_state(const char *path, const void *data, size_t len);
 /*
@@ -44,6 +46,14 @@ bool al_rewritten(const struct stat *st);
 /* A file staged: its stat data in the index is what it has now. */
 void al_rewritten_forget(const struct stat *st);
 void al_rewritten_clear(void);
+/*
+ * A tracked file of a run that ailoop itself removed (a node's state a
+ * feedback edge makes run again): the next commit records it as gone.
+ * Any other file of a run's own that goes is an agent's doing, and staging
+ * puts it back (git_stage.c). al_rewritten_clear() forgets these too.
+ */
+void al_removed_note(const char *path);
+bool al_removed_noted(const char *path);
 /*
  * The durable points: what ailoop wrote since the last one (its files, the
  * objects and index of a commit) reaches the disk in one syncfs(2) of the

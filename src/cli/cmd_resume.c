@@ -330,6 +330,39 @@ static bool run_here(const char *id)
 	return here;
 }
 
+/*
+ * The newest resumable run that HEAD holds and the work tree lacks (an
+ * agent's `rm -rf .ai-loop/runs`, then a kill): NULL if none.
+ */
+static char *run_gone_from_tree(struct al_git *git)
+{
+	char **ids = NULL, *found = NULL;
+	size_t n = 0;
+
+	if (al_git_ls(git, "HEAD", AL_RUNS_DIR, &ids, &n) < 0)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct al_strbuf text = AL_STRBUF_INIT;
+		struct al_run_state st;
+		char *path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, ids[i]);
+
+		if (al_starts_with(ids[i], "run_") && !al_file_exists(path) &&
+		    al_git_read(git, "HEAD", path, &text) == 0 &&
+		    al_run_state_parse(&st, path, text.buf, text.len) == 0) {
+			if (al_status_resumable(st.status) &&
+			    (!found || al_run_id_cmp(ids[i], found) > 0)) {
+				free(found);
+				found = al_strdup(ids[i]);
+			}
+			al_run_state_release(&st);
+		}
+		al_strbuf_release(&text);
+		free(path);
+	}
+	al_strv_free(ids, n);
+	return found;
+}
+
 /* `lock_fd`: the work tree's lock if the caller holds it, else -1 */
 static int resume(const char *id, bool force, bool json, int lock_fd)
 {
@@ -378,6 +411,11 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 			dir = al_xprintf("%s/%s", AL_RUNS_DIR, damaged);
 			al_cli_damage_advice(dir, damaged);
 			free(dir);
+		} else if ((picked = run_gone_from_tree(git))) {
+			code = al_cli_fail(AL_EXIT_NOINPUT, "the files of run %s are gone from the work "
+					   "tree (something removed them), but its last commit holds "
+					   "them: put them back, then resume:\n    git checkout HEAD -- "
+					   "%s && ailoop resume %s", picked, AL_RUNS_DIR, picked);
 		} else {
 			code = al_cli_fail(AL_EXIT_NOINPUT, "no run to resume in %s", AL_RUNS_DIR);
 		}

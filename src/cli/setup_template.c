@@ -229,20 +229,38 @@ void setup_read_template(struct setup *s)
 	}
 }
 
-/* The test command of templates that check the tests themselves. */
+/*
+ * The test command of templates that check the tests themselves: every
+ * sensor's command must pass. Of several, each runs in a shell of its own
+ * (sh -c '...'), so that none of its operators, `cd` or comment reaches
+ * the others: `false && false || true` would pass.
+ */
 char *setup_joined_commands(const struct level *l)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
+	size_t commands = 0;
 
 	for (size_t i = 0; i < l->sensors.n; i++)
-		if (l->sensors.v[i].command) {
-			if (sb.len)
-				al_strbuf_adds(&sb, " && ");
-			if (l->sensors.n > 1 && strstr(l->sensors.v[i].command, "&&"))
-				al_strbuf_addf(&sb, "(%s)", l->sensors.v[i].command);
-			else
-				al_strbuf_adds(&sb, l->sensors.v[i].command);
+		commands += l->sensors.v[i].command != NULL;
+	for (size_t i = 0; i < l->sensors.n; i++) {
+		const char *c = l->sensors.v[i].command;
+
+		if (!c)
+			continue;
+		if (sb.len)
+			al_strbuf_adds(&sb, " && ");
+		if (commands == 1) {
+			al_strbuf_adds(&sb, c);
+			continue;
 		}
+		al_strbuf_adds(&sb, "sh -c '");
+		for (; *c; c++)
+			if (*c == '\'')
+				al_strbuf_adds(&sb, "'\\''");
+			else
+				al_strbuf_addch(&sb, *c);
+		al_strbuf_addch(&sb, '\'');
+	}
 	return al_strbuf_detach(&sb, NULL);
 }
 

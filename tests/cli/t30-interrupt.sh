@@ -339,4 +339,45 @@ for how in caught ignored; do
 	fi
 done
 
+
+# --- an agent run by a shell has its grace: `sh -c` dies of SIGTERM at once,
+# the program it started saves its work (SIGKILL only after 5 s, or at a
+# second signal) ----------------------------------------------------------------------
+# grace_repo NAME SAVE-SECONDS: a sequence of one action whose agent, under
+# `sh -c`, traps SIGTERM and takes SAVE-SECONDS to save
+grace_repo() {
+	R=$TEST_TMP/$1
+	new_repo "$R"
+	mkdir -p "$R/.ai-loop/agents"
+	cat >"$R/.ai-loop/agents/saver.sh" <<SH
+trap 'echo saving >>saved.log; sleep $2; echo saved >>saved.log; exit 0' TERM
+echo working >started.log
+while :; do sleep 0.05; done
+SH
+	printf -- '---\nname: saver\ncommand: "cd . && sh .ai-loop/agents/saver.sh; echo done"\n---\n' \
+		>"$R/.ai-loop/agents/saver.md"
+	printf 'version: 1\nflow:\n  id: s\n  type: sequence\n  children: [{id: w, skill: w, agent: .ai-loop/agents/saver.md}]\n' \
+		>"$R/.ai-loop/flow.yaml"
+	commit_all "$R"
+	cd "$R" || exit 1
+	"$AILOOP" run "save" >/dev/null 2>&1 &
+	pid=$!
+	wait_for "$R/started.log"
+}
+grace_repo grace 1
+kill -INT "$pid"
+wait "$pid" && rc=0 || rc=$?
+expect_eq "$rc" 3 "a shell-run agent paused"
+expect_eq "$(cat saved.log 2>/dev/null | tr '\n' ' ')" "saving saved " \
+	"the program under the agent's shell saved its work before ailoop exited"
+grace_repo second 30
+kill -INT "$pid"
+sleep 0.5
+SECONDS=0
+kill -INT "$pid"
+wait "$pid" && rc=0 || rc=$?
+expect_eq "$rc" 3 "a second Ctrl-C pauses too"
+[ "$SECONDS" -lt 5 ] && pass || fail "a second Ctrl-C kills at once, not after the grace ($SECONDS s)"
+expect_eq "$(cat saved.log 2>/dev/null | tr '\n' ' ')" "saving " "the agent was killed as it saved"
+
 finish

@@ -77,6 +77,41 @@ expect_in "$(cat .ai-loop/runs/run_*/nodes/par/hold-x/result-output.md)" "status
 no_agent_left && pass || fail "no agent of a stopped child is left"
 expect_eq "$(git status --porcelain)" "" "the tree ends clean after stopping"
 
+# --- a stopped child's nodes below it are skipped too: none stays "running" ---------------
+R=$TEST_TMP/below
+TRAIL=$TEST_TMP/below.trail PIDS=$TEST_TMP/below.pids
+loop_repo "$R" item
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: par
+  type: parallel
+  isolation: shared
+  success_threshold: 1
+  children:
+    - id: seq
+      type: sequence
+      children:
+        - {id: first, skill: plain-first, agent: .ai-loop/agents/step.md}
+        - {id: held, skill: hold-held, agent: .ai-loop/agents/step.md}
+    - {id: later, skill: sleep-1, agent: .ai-loop/agents/step.md}
+YAML
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "in parallel"
+expect_rc 0 "one success is enough, with a sequence stopped half-way"
+expect_eq "$(state_of seq)" "skipped" "the stopped sequence is skipped"
+expect_eq "$(state_of seq/held)" "skipped" "and so is the action it was running"
+expect_in "$(cat .ai-loop/runs/run_*/nodes/par/seq/held/orchestrator-output.md)" "phase: done" \
+	"whose state is final"
+expect_in "$(git show "HEAD:$(ls -d .ai-loop/runs/run_*)/nodes/par/seq/held/orchestrator-output.md")" \
+	"status: skipped" "as the last commit records it"
+expect_eq "$(state_of seq/first)" "complete" "what the sequence finished stays complete"
+run "$AILOOP" status --json
+expect_eq "$(printf '%s' "$out" | jq -r '[.nodes[] | select(.status == "running")] | length')" 0 \
+	"status shows no node running in the finished run"
+no_agent_left && pass || fail "no agent of the stopped sequence is left"
+
 # --- failure_threshold 2: one failure is not enough, two are ------------------------------
 par_repo tolerate "success_threshold: 2
   failure_threshold: 2" fail-now ok1 sleep-1 hold-v

@@ -144,6 +144,26 @@ expect_eq "$path" "w w w" "manual_break: until an agent sets loop.<id>.break to 
 expect_eq "$(commits_of watch)" "1 running,2 running,3 complete" "manual_break: three iterations"
 expect_run 0 complete "manual_break"
 
+# a manual break that never comes: the loop has no condition, so it ran
+# its iterations and succeeds (SPEC §3.1), and what follows it runs
+tree manual-break-never <<'YAML'
+version: 1
+flow:
+  id: s
+  type: sequence
+  children:
+    - id: poll
+      type: loop
+      max_iterations: 2
+      exit_on: manual_break
+      children: [{id: w, skill: w}]
+    - {id: after, skill: after}
+YAML
+go
+expect_eq "$path" "w w after" "manual_break never set: the loop's iterations, then its sibling"
+expect_eq "$(commits_of s/poll)" "1 running,2 complete" "manual_break never set: the loop succeeds"
+expect_run 0 complete "a manual break that never comes"
+
 tree until-max <<'YAML'
 version: 1
 flow:

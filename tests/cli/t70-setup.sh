@@ -350,6 +350,24 @@ expect_eq "$(git log --format=%s -3 | tac | tr '\n' '|')" \
 	"ai-loop[tdd > red]: iteration 1 — wrote a test|ai-loop[tdd > green > implement]: iteration 1 — fixed code.txt|ai-loop[tdd]: iteration 1 — exit condition met after 1 iteration|" \
 	"red, then green, then the loop ends"
 
+# several sensors' commands: each in a shell of its own, so that one's
+# operators (`|| true`) cannot make the others' failure pass
+R=$TEST_TMP/joined
+new_repo "$R"
+cd "$R"
+run "$AILOOP" setup --template reactree-tdd --max-iterations 1 --sensor unit=false \
+	--sensor 'lint=false || true'
+expect_rc 0 "setup of reactree-tdd with two sensors"
+expect_in "$err" "loop until 'sh -c 'false' && sh -c 'false || true'' passes" \
+	"each sensor's command runs in a shell of its own"
+for f in action loop-actuator; do
+	printf -- '---\nname: %s\ncommand: "echo did nothing >\\"$AILOOP_OUTPUT\\""\n---\n' "$f" \
+		>".ai-loop/agents/$f.md"
+done
+git add -A && git commit -qm "ailoop setup"
+run "$AILOOP" run --quiet "make the unit tests pass"
+expect_rc 1 "the loop does not end while the unit command fails"
+
 # --- the scratch copy setup validates lives under $TMPDIR ------------------------
 R=$TEST_TMP/scratch
 new_repo "$R"

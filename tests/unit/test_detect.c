@@ -126,6 +126,16 @@ Test(detect, a_quote_in_a_directory_name)
 	cr_assert_str_eq(found.v[0].name, "tests");
 }
 
+Test(detect, a_directory_named_like_an_option_goes_as_a_path)
+{
+	put("-n/mix.exs", "");
+	put("-x y/go.mod", "module x\n");
+	al_detect_tests(&found);
+	cr_assert_eq(found.n, 2);
+	cr_assert_str_eq(found.v[0].command, "cd ./-n && mix test", "not cd's option -n");
+	cr_assert_str_eq(found.v[1].command, "cd './-x y' && go test ./...");
+}
+
 Test(detect, a_directory_whose_name_is_not_text_is_not_looked_in)
 {
 	put("bad\xff/package.json", NPM_TESTED);

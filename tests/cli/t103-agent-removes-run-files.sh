@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# An agent removes files of the run's own: its node's directory, its logs,
+# every node's directory of a nested run, the runs' .gitignore, or all it
+# can with `git restore --source=main --staged --worktree`. The run goes
+# on: what it writes once (a node's task, a finished node's result and
+# state) is put back as the last commit has it, never committed as gone,
+# and the run ends with the commits and files of the run left alone. After
+# a kill, the resume says how to put back what it cannot.
+. "$(dirname "$0")/lib.sh"
+
+# count_repo DIR ACTUATOR-COMMAND: a one-level loop counting to 3
+count_repo() {
+	new_repo "$1"
+	echo 0 >"$1/count"
+	command_agents "$1" 'c=$(cat count); echo "count $c"; test "$c" -ge 3' "$2"
+	one_loop "$1" act.md "max_iterations: 5"
+	commit_all "$1"
+}
+
+# run_files DIR: the files of the run at HEAD, its id left out
+run_files() {
+	git -C "$1" ls-tree -r --name-only HEAD -- .ai-loop/runs | sed 's/run_[0-9_]*/RUN/' |
+		tr '\n' ' '
+}
+
+# every_commit_has DIR FILE: whether each ailoop commit holds FILE (a path below the run)
+every_commit_has() {
+	local rev missing=0
+	for rev in $(git -C "$1" log --format=%H --grep='^\[run\] '); do
+		git -C "$1" ls-tree -r --name-only "$rev" | grep -q "$2" || missing=$((missing + 1))
+	done
+	echo "$missing"
+}
+
+inc='echo $(($(cat count) + 1)) >count'
+
+# --- the reference: the same loop, left alone -----------------------------------
+count_repo "$TEST_TMP/ref" "$inc"
+cd "$TEST_TMP/ref" || exit 1
+run "$AILOOP" run --quiet "count"
+expect_rc 0 "the reference run"
+ref_labels=$(labels "$TEST_TMP/ref")
+ref_files=$(run_files "$TEST_TMP/ref")
+expect_in "$ref_files" "nodes/fix/task.md" "the reference commits the node's task"
+
+# --- the agent removes its node's directory at every actuation -------------------
+R=$TEST_TMP/nodedir
+count_repo "$R" "$inc; rm -rf .ai-loop/runs/*/nodes/fix"
+cd "$R" || exit 1
+run "$AILOOP" run --quiet "count"
+expect_rc 0 "a run whose agent removes its node's directory"
+expect_eq "$(labels "$R")" "$ref_labels" "the same iterations as the run left alone"
+expect_eq "$(run_files "$R")" "$ref_files" "the last commit holds every file of the run"
+expect_eq "$(every_commit_has "$R" 'nodes/fix/task.md')" 0 "every commit holds the node's task"
+expect_eq "$(git status --porcelain)" "" "the work tree is clean at the end"
+
+# --- the agent removes its logs: the run writes them again ------------------------
+R=$TEST_TMP/logs
+count_repo "$R" "$inc; rm -rf .ai-loop/runs/*/nodes/fix/logs"
+cd "$R" || exit 1
+run "$AILOOP" run --quiet "count"
+expect_rc 0 "a run whose agent removes its logs"
+expect_eq "$(labels "$R")" "$ref_labels" "logs removed: the same iterations"
+[ -e "$(ls -d .ai-loop/runs/run_*)/nodes/fix/logs/actuator.log" ] && pass ||
+	fail "the actuator's log is written again"
+
+# --- the runs' .gitignore, and all the run's files through git itself -------------
+R=$TEST_TMP/ignore
+count_repo "$R" "$inc; rm -f .ai-loop/runs/.gitignore"
+cd "$R" || exit 1
+run "$AILOOP" run --quiet "count"
+expect_rc 0 "a run whose agent removes the runs' .gitignore"
+expect_eq "$(run_files "$R")" "$ref_files" "the .gitignore is committed still"
+expect_eq "$(git status --porcelain)" "" "and nothing the run keeps out of commits shows"
+
+R=$TEST_TMP/restore
+count_repo "$R" "$inc; git restore --source=main --staged --worktree -- .ai-loop/runs"
+cd "$R" || exit 1
+run "$AILOOP" run --quiet "count"
+expect_rc 0 "a run whose agent restores .ai-loop/runs from main, index and all"
+expect_eq "$(labels "$R")" "$ref_labels" "git restore: the same iterations"
+expect_eq "$(run_files "$R")" "$ref_files" "git restore: the last commit holds every file"
+expect_eq "$(every_commit_has "$R" 'runs/.gitignore')" 0 "every commit holds the .gitignore"
+
+# --- nested: the inner agent removes every node's directory ------------------------
+nested() {
+	loop_repo "$1" a b c
+	printf -- '---\nname: gone\ncommand: sh .ai-loop/agents/fix.sh; rm -rf %s\n---\n' \
+		"${2:-/dev/null/none}" >"$1/.ai-loop/agents/gone.md"
+	two_loops "$1" gone.md "max_iterations: 5" "max_iterations: 5"
+	commit_all "$1"
+}
+nested "$TEST_TMP/nref"
+cd "$TEST_TMP/nref" || exit 1
+run "$AILOOP" run --quiet "fix all"
+expect_rc 0 "the nested reference run"
+R=$TEST_TMP/nested
+nested "$R" '.ai-loop/runs/*/nodes'
+cd "$R" || exit 1
+run "$AILOOP" run --quiet "fix all"
+expect_rc 0 "a nested run whose inner agent removes every node's directory"
+expect_eq "$(label_paths "$R")" "$(label_paths "$TEST_TMP/nref")" "nested: the same iterations"
+expect_eq "$(run_files "$R")" "$(run_files "$TEST_TMP/nref")" \
+	"nested: the last commit holds every node's files, the finished child's too"
+expect_eq "$(every_commit_has "$R" 'nodes/outer/task.md')" 0 "every commit holds the parent's task"
+expect_eq "$(git status --porcelain)" "" "nested: the work tree is clean at the end"
+
+# --- then a kill: the resume says how to put back what it cannot --------------------
+R=$TEST_TMP/killed
+count_repo "$R" "$inc"'; if [ "$(cat count)" = 2 ] && [ ! -e ../killed.once ]; then
+	touch ../killed.once; rm -rf .ai-loop/runs; kill -9 $PPID; fi'
+cd "$R" || exit 1
+run "$AILOOP" run --quiet "count"
+expect_rc 137 "the agent removes every run's files and kills ailoop"
+run "$AILOOP" resume
+expect_rc 66 "the resume finds no run's files"
+run_id=$(git ls-tree --name-only HEAD .ai-loop/runs/ | sed -n 's|.*/\(run_.*\)|\1|p')
+expect_in "$err" "the files of run $run_id are gone from the work tree" "the resume names the run"
+expect_in "$err" "git checkout HEAD -- .ai-loop/runs && ailoop resume $run_id" \
+	"and the way to put them back"
+git checkout HEAD -- .ai-loop/runs
+run "$AILOOP" resume
+expect_rc 0 "resumed after the files are put back"
+# the killed actuation's count stays, and it runs again: one iteration fewer
+expect_eq "$(labels "$R")" "0 1 2 3" "killed: the iterations of a run killed as its agent works"
+
+R=$TEST_TMP/killed-node
+count_repo "$R" "$inc"'; if [ "$(cat count)" = 2 ] && [ ! -e ../killed-node.once ]; then
+	touch ../killed-node.once; rm -rf .ai-loop/runs/*/nodes; kill -9 $PPID; fi'
+cd "$R" || exit 1
+run "$AILOOP" run --quiet "count"
+expect_rc 137 "the agent removes the nodes' directories and kills ailoop"
+run "$AILOOP" resume
+expect_rc 65 "the resume finds the node's state gone"
+expect_in "$err" "git checkout HEAD -- .ai-loop/runs/$run_id && ailoop resume $run_id" \
+	"and says how to put it back"
+git checkout HEAD -- ".ai-loop/runs/$run_id"
+run "$AILOOP" resume
+expect_rc 0 "resumed after the node's files are put back"
+expect_eq "$(labels "$R")" "0 1 2 3" "the node's files removed: the iterations of a killed run"
+
+finish
