@@ -2,6 +2,7 @@
 #include "ailoop/check.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/signals.h"
+#include "ailoop/state.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
@@ -192,6 +193,28 @@ static int64_t active_ms(const struct al_exec *ex)
 	return root ? root->base_elapsed + (al_now_ms() - root->entry_ms) : 0;
 }
 
+/*
+ * The root's clock, written into its state on disk after a wait: a wait
+ * counts as time spent (limits.max_wall_seconds), but a run blocked or
+ * paused while waiting saves no node's state on the way out, and `status`
+ * and the resume read the clock from there. Only the clock changes: the
+ * state in memory may be between two of its writes.
+ */
+static void keep_clock(const struct al_exec *ex)
+{
+	const struct al_node_run *root = ex->nframes ? ex->frames[0].nr : NULL;
+	struct al_node_state st;
+
+	if (!root || al_node_state_read(&st, root->state_path) < 0)
+		return;
+	if (!strcmp(st.run_id, ex->run->st.run_id) && !strcmp(st.node_path, root->n->path) &&
+	    active_ms(ex) > st.elapsed_ms) {
+		st.elapsed_ms = active_ms(ex);
+		al_node_state_write(&st, root->state_path, root->task);
+	}
+	al_node_state_release(&st);
+}
+
 static void format_span(char *buf, size_t size, int64_t s)
 {
 	if (s >= HOUR)
@@ -246,6 +269,7 @@ static int wait_until(struct al_exec *ex, int64_t until, const char *what, int64
 		fputs("\r\033[K", stderr);
 		p->live = false;
 	}
+	keep_clock(ex);
 	return rc ? rc : al_signals_count() ? AL_EINTR : 0;
 }
 

@@ -229,10 +229,21 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 }
 
 /* A value's tree, kinds and text, with the lengths that keep it unambiguous. */
-static void serialize(struct al_strbuf *out, const struct al_val *v)
+/* The circuit breakers' limits: raised to let a blocked run go on, as `limits:` are. */
+static bool breaker_limit(const struct al_val *key)
+{
+	return key->kind == AL_VAL_SCALAR &&
+	       (!strcmp(key->str, "no_progress_limit") || !strcmp(key->str, "same_error_limit"));
+}
+
+/* `v` as text that tells trees apart; without the breakers' limits if `except` */
+static void serialize(struct al_strbuf *out, const struct al_val *v, bool except)
 {
 	size_t n = v->kind == AL_VAL_SCALAR ? v->len : v->n;
 	char num[24], *p = num + sizeof(num);
+
+	for (size_t i = 0; except && v->kind == AL_VAL_MAP && i < v->n; i++)
+		n -= breaker_limit(AL_VAL_KEY(v, i)); /* a limit added is no other change */
 
 	/* "<kind>:<n>:" as al_strbuf_addf() would write it, without its cost per value */
 	*--p = ':';
@@ -244,14 +255,22 @@ static void serialize(struct al_strbuf *out, const struct al_val *v)
 	al_strbuf_add(out, p, (size_t)(num + sizeof(num) - p));
 	if (v->kind == AL_VAL_SCALAR)
 		al_strbuf_add(out, v->str, v->len);
+	else if (v->kind == AL_VAL_MAP)
+		for (size_t i = 0; i < v->n; i++) {
+			if (except && breaker_limit(AL_VAL_KEY(v, i)))
+				continue;
+			serialize(out, AL_VAL_KEY(v, i), except);
+			serialize(out, AL_VAL_VALUE(v, i), except);
+		}
 	else
-		for (size_t i = 0; i < (v->kind == AL_VAL_MAP ? 2 * v->n : v->n); i++)
-			serialize(out, v->items[i]);
+		for (size_t i = 0; i < v->n; i++)
+			serialize(out, v->items[i], except);
 }
 
 /*
  * What `ailoop resume` compares to let a run go on after its limits were
- * raised: the flow's tree without `limits:` (comments and layout aside).
+ * raised: the flow's tree without `limits:` and the circuit breakers'
+ * limits (comments and layout aside).
  * Worked out when first asked for: `ailoop validate` never needs it.
  */
 const char *al_flow_sha256_except_limits(struct al_flow *f)
@@ -263,8 +282,8 @@ const char *al_flow_sha256_except_limits(struct al_flow *f)
 		return f->sha256_except_limits;
 	for (size_t i = 0; root && root->kind == AL_VAL_MAP && i < root->n; i++)
 		if (strcmp(AL_VAL_KEY(root, i)->str, "limits")) {
-			serialize(&sb, AL_VAL_KEY(root, i));
-			serialize(&sb, AL_VAL_VALUE(root, i));
+			serialize(&sb, AL_VAL_KEY(root, i), true);
+			serialize(&sb, AL_VAL_VALUE(root, i), true);
 		}
 	al_sha256_hex(sb.buf ? sb.buf : "", sb.len, f->sha256_except_limits);
 	al_strbuf_release(&sb);

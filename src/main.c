@@ -143,7 +143,7 @@ static void print_main_help(FILE *out)
 	      "   4  blocked by the circuit breaker or a spent budget (limits:); resumable\n"
 	      "  64  usage error\n"
 	      "  65  invalid flow or agent file\n"
-	      "  66  a needed file is missing\n"
+	      "  66  a needed file is missing, or a file is in the way of one\n"
 	      "  69  an agent runner's program is not installed\n"
 	      "  70  internal error, or a full disk (an agent's too); the run is paused\n"
 	      "  75  the run is locked by another live ailoop process\n\n"
@@ -223,6 +223,12 @@ int main(int argc, char **argv)
 		print_main_help(stderr);
 		return AL_EXIT_USAGE;
 	}
+	if ((!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	     !strcmp(argv[1], "--version")) && argc > 2) {
+		fprintf(stderr, "ailoop: error: unexpected operand '%s' after %s\n", argv[2], argv[1]);
+		fputs("usage: ailoop <command> [options]   (see 'ailoop --help')\n", stderr);
+		return AL_EXIT_USAGE;
+	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		print_main_help(stdout);
 		return AL_EXIT_OK;
@@ -237,6 +243,7 @@ int main(int argc, char **argv)
 			return AL_EXIT_OK;
 		}
 		if (argc > 3) {
+			fprintf(stderr, "ailoop: error: unexpected operand '%s'\n", argv[3]);
 			fputs("usage: ailoop help [COMMAND]\n", stderr);
 			return AL_EXIT_USAGE;
 		}

@@ -20,6 +20,7 @@ struct printer {
 	const char *node;
 	bool json, oneline;
 	size_t printed; /* of the JSON array */
+	char *root;     /* the root node's path, for a --node that names none */
 };
 
 static void print_json(struct printer *p, const struct al_iteration *it)
@@ -55,6 +56,8 @@ static void print_one(struct printer *p, const struct al_iteration *it)
 {
 	int indent = it->level * 2;
 
+	if (!p->root && it->node_path && !strchr(it->node_path, '/'))
+		p->root = al_strdup(it->node_path);
 	if (!in_subtree(it->node_path, p->node))
 		return;
 	if (p->json) {
@@ -81,10 +84,16 @@ static void print_one(struct printer *p, const struct al_iteration *it)
 	p->printed++;
 }
 
-static void print_end(const struct printer *p)
+/* The end of the output; 66 if --node named no node the log holds. */
+static int print_end(const struct printer *p)
 {
 	if (p->json)
 		fputs(p->printed ? "\n]\n" : "[]\n", stdout);
+	if (!p->node[0] || p->printed || !p->root)
+		return 0;
+	return al_cli_fail(AL_EXIT_NOINPUT, "no commit of node '%s' in the run: a node's path is the "
+			   "ids from the root down, joined by '/' (the root here is '%s'; "
+			   "'ailoop log --oneline' shows every path)", p->node, p->root);
 }
 
 /*
@@ -212,7 +221,7 @@ int cmd_log(int argc, char **argv)
 	struct al_run *run = NULL;
 	char *rev = NULL, *found = NULL, *elsewhere = NULL;
 	struct al_iteration start = { 0 };
-	struct printer p = { "", false, false, 0 };
+	struct printer p = { "", false, false, 0, NULL };
 	size_t n = 0;
 	int c, rc, code = 0;
 
@@ -264,7 +273,8 @@ int cmd_log(int argc, char **argv)
 	if (find_start(git, rev, wanted, &start)) {
 		if ((rc = stream(git, rev, &p, &start)) < 0)
 			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
-		print_end(&p);
+		else
+			code = print_end(&p);
 		goto done;
 	}
 	if ((rc = al_history_load(git, rev, wanted, &its, &n)) < 0) {
@@ -285,8 +295,9 @@ int cmd_log(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n; i++)
 		print_one(&p, &its[i]);
-	print_end(&p);
+	code = print_end(&p);
 done:
+	free(p.root);
 	al_iteration_release(&start);
 	al_history_free(its, n);
 	al_run_free(run);

@@ -105,43 +105,116 @@ static void print_arg(const char *a)
 	putchar('\'');
 }
 
+/* The command line an agent runs as (a runner's, with its prompt as <prompt>). */
+static char **agent_argv(const struct al_flow *flow, const char *role, const struct al_agent *a)
+{
+	const struct al_runner *r;
+	struct al_runner_vars vars = { 0 };
+	char **argv;
+	size_t n = 0;
+
+	if (a->command_sh || a->command_argv) {
+		const char *const *from = a->command_argv ? (const char *const *)a->command_argv
+							 : (const char *const[]){ "sh", "-c", a->command_sh, NULL };
+
+		while (from[n])
+			n++;
+		argv = al_calloc(n + 1, sizeof(*argv));
+		for (size_t i = 0; i < n; i++)
+			argv[i] = al_strdup(from[i]);
+		return argv;
+	}
+	r = al_runners_find(&flow->runners, a->runner ? a->runner : flow->default_runner);
+	vars.model = al_agent_model(a, r->name, NULL);
+	vars.tools = a->tools;
+	vars.disallowed_tools = a->disallowed_tools;
+	vars.commands = strcmp(role, "controller") != 0;
+	vars.prompt = "<prompt>";
+	vars.prompt_file = "<prompt-file>";
+	argv = al_runner_argv(r, &vars);
+	if (r->prompt == AL_PROMPT_STDIN) { /* shown as a redirection */
+		while (argv[n])
+			n++;
+		argv = al_realloc(argv, (n + 3) * sizeof(*argv));
+		argv[n] = al_strdup("<");
+		argv[n + 1] = al_strdup("<prompt>");
+		argv[n + 2] = NULL;
+	}
+	return argv;
+}
+
+/* The plan as JSON (--dry-run --json): the node's agents and the nodes below. */
+static json_t *plan_json(const struct al_flow *flow, const struct al_node *n);
+
+static void add_agent_json(json_t *agents, const struct al_flow *flow, const char *role,
+			   const char *name, const struct al_agent_ref *ref)
+{
+	char **argv = agent_argv(flow, role, ref->agent);
+	json_t *args = json_array();
+
+	for (size_t i = 0; argv[i]; i++)
+		json_array_append_new(args, json_string(argv[i]));
+	json_array_append_new(agents, json_pack("{s:s, s:s?, s:s, s:o}", "role", role, "name",
+						name, "file", ref->path, "argv", args));
+	al_argv_free(argv);
+}
+
+static json_t *plan_json(const struct al_flow *flow, const struct al_node *n)
+{
+	json_t *o = json_pack("{s:s, s:s}", "path", n->path, "type", al_node_type_name(n->type));
+	json_t *agents = json_array(), *children = json_array();
+	struct al_strbuf cond = AL_STRBUF_INIT;
+
+	if (n->type == AL_NODE_LOOP)
+		json_object_set_new(o, "max_iterations", json_integer(n->max_iterations));
+	if (n->timeout_seconds)
+		json_object_set_new(o, "timeout_seconds", json_integer(n->timeout_seconds));
+	if (n->condition) {
+		al_condition_describe(n->condition, &cond);
+		json_object_set_new(o, "condition", json_string(cond.buf));
+	}
+	al_strbuf_release(&cond);
+	if (n->type == AL_NODE_LOOP && n->sensor_form) {
+		for (size_t i = 0; i < n->nsensors; i++)
+			add_agent_json(agents, flow, "sensor", n->sensors[i].name, &n->sensors[i].ref);
+		if (!n->builtin_all_pass)
+			add_agent_json(agents, flow, "controller", NULL, &n->controller);
+		if (n->strategy == AL_STRATEGY_DIRECT)
+			add_agent_json(agents, flow, "actuator", NULL, &n->actuator);
+		else
+			json_array_append_new(children, plan_json(flow, n->child));
+	} else if (n->type == AL_NODE_ACTION && !n->break_loop) {
+		add_agent_json(agents, flow, "action", NULL, &n->action_agent);
+	}
+	if (n->then_branch)
+		json_object_set_new(o, "then", plan_json(flow, n->then_branch));
+	if (n->else_branch)
+		json_object_set_new(o, "else", plan_json(flow, n->else_branch));
+	for (size_t i = 0; i < n->nchildren; i++)
+		json_array_append_new(children, plan_json(flow, n->children[i]));
+	json_object_set_new(o, "agents", agents);
+	json_object_set_new(o, "children", children);
+	return o;
+}
+
 static void print_agent(const struct al_flow *flow, const char *role, const char *name,
 			const struct al_agent_ref *ref, int depth)
 {
-	const struct al_agent *a = ref->agent;
+	char **argv = agent_argv(flow, role, ref->agent);
 
 	printf("%*s%s%s%s: %s\n%*s  $ ", depth * 2, "", role, name ? " " : "", name ? name : "",
 	       ref->path, depth * 2, "");
-	if (a->command_sh) {
-		printf("sh -c ");
-		print_arg(a->command_sh);
-	} else if (a->command_argv) {
-		for (size_t i = 0; a->command_argv[i]; i++) {
-			printf("%s", i ? " " : "");
-			print_arg(a->command_argv[i]);
-		}
-	} else {
-		const struct al_runner *r =
-			al_runners_find(&flow->runners, a->runner ? a->runner : flow->default_runner);
-		struct al_runner_vars vars = {
-			.model = al_agent_model(a, r->name, NULL),
-			.tools = a->tools,
-			.disallowed_tools = a->disallowed_tools,
-			.commands = strcmp(role, "controller") != 0,
-			.prompt = "<prompt>",
-			.prompt_file = "<prompt-file>",
-		};
-		char **argv = al_runner_argv(r, &vars);
-
-		for (size_t i = 0; argv[i]; i++) {
-			printf("%s", i ? " " : "");
+	for (size_t i = 0; argv[i]; i++) {
+		printf("%s", i ? " " : "");
+		if (!strcmp(argv[i], "<") && argv[i + 1] && !strcmp(argv[i + 1], "<prompt>")) {
+			fputs("< <prompt>", stdout); /* the redirection agent_argv() shows */
+			i++;
+		} else {
 			print_arg(argv[i]);
 		}
-		if (r->prompt == AL_PROMPT_STDIN)
-			printf(" < <prompt>");
-		al_argv_free(argv);
 	}
 	putchar('\n');
+	al_argv_free(argv);
 }
 
 static void print_plan(const struct al_flow *flow, const struct al_node *n, int depth);
@@ -463,6 +536,16 @@ int cmd_run(int argc, char **argv)
 		goto done;
 	if ((rc = al_exec_check_flow(flow)) < 0) {
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
+		goto done;
+	}
+	if (o.dry_run && o.json) {
+		json_t *plan = json_pack("{s:b, s:s, s:s, s:o}", "dry_run", 1, "flow", flow->file,
+					 "task", task, "root", plan_json(flow, flow->root));
+		char *text = json_dumps(plan, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+		printf("%s\n", text);
+		free(text);
+		json_decref(plan);
 		goto done;
 	}
 	if (o.dry_run) {

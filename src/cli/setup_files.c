@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /*
@@ -126,6 +127,37 @@ static void manifest_read(struct manifest *m)
 }
 
 /*
+ * 0 if every file of `o` can be written: no file where a directory goes,
+ * and no directory where a file goes. Else 66, naming what is in the way,
+ * before anything is written: setup writes all of its files or none.
+ */
+static int nothing_in_the_way(const struct out_files *o)
+{
+	struct stat st;
+
+	for (size_t i = 0; i < o->n; i++) {
+		char *path = al_strdup(o->v[i].path);
+		int code = 0;
+
+		for (char *slash = strchr(path, '/'); slash && !code; slash = strchr(slash + 1, '/')) {
+			*slash = '\0';
+			if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+				code = al_cli_fail(AL_EXIT_NOINPUT, "'%s' is in the way: setup puts a "
+						   "directory there (for %s); move it aside and run "
+						   "setup again", path, o->v[i].path);
+			*slash = '/';
+		}
+		if (!code && lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			code = al_cli_fail(AL_EXIT_NOINPUT, "'%s' is a directory, where setup writes "
+					   "a file: move it aside and run setup again", path);
+		free(path);
+		if (code)
+			return code;
+	}
+	return 0;
+}
+
+/*
  * Writes each file unless it is already as wanted, or the user changed it
  * since setup wrote it (kept, unless `force`); then the manifest. Says what
  * happened to each on stdout.
@@ -134,9 +166,11 @@ int setup_write_files(const struct out_files *o, bool force, size_t *kept)
 {
 	struct manifest old = { 0 }, now = { 0 };
 	struct al_strbuf man = AL_STRBUF_INIT;
-	int err = 0;
+	int err = 0, code;
 
 	*kept = 0;
+	if ((code = nothing_in_the_way(o)) != 0)
+		return code;
 	manifest_read(&old);
 	for (size_t i = 0; i < o->n && !err; i++) {
 		const struct out_file *f = &o->v[i];

@@ -53,6 +53,11 @@ run "$AILOOP" help nosuch
 expect_rc 64 "help for an unknown command"
 
 # operands too many or missing: the reason, then the usage
+for opt in --version --help; do
+	run "$AILOOP" "$opt" extra
+	expect_rc 64 "$opt with an operand"
+	expect_in "$err" "unexpected operand 'extra' after $opt" "$opt names the operand"
+done
 run "$AILOOP" status a b
 expect_rc 64 "status with two operands"
 expect_in "$err" "unexpected operand 'b'" "the operand too many is named"

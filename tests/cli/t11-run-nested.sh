@@ -76,6 +76,13 @@ expect_eq "$(printf '%s\n' "$out" | jq -r '.[].label' | tr '\n' ' ')" \
 	"0 1.0 1.1 1.2 1.3 1 2.0 2.1 2.2 2 3 " "log --json labels"
 run "$AILOOP" log --node delivery/implement --oneline
 expect_eq "$(printf '%s\n' "$out" | wc -l)" 7 "log --node keeps one node"
+run "$AILOOP" log --node implement
+expect_rc 66 "log --node with a node's id, not its path"
+expect_in "$err" "no commit of node 'implement' in the run" "the node is named"
+expect_in "$err" "the root here is 'delivery'" "and how paths begin"
+run "$AILOOP" log --node delivery/implement/x --json
+expect_rc 66 "log --json --node of no node"
+expect_eq "$out" "[]" "log --json stays JSON"
 
 # --- three levels, parallel sensors at the root --------------------------------
 R=$TEST_TMP/three

@@ -79,6 +79,18 @@ expect_in "$out" "--disallowedTools=Bash" "dry run shows disallowed tools"
 expect_in "$out" "sh .ai-loop/agents/sensor.sh" "dry run shows the sensor command"
 [ ! -d .ai-loop/runs ] && pass || fail "dry run started nothing"
 [ -z "$(ls "$CALLS")" ] && pass || fail "dry run ran an agent"
+# the same plan as JSON, for scripts
+run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run --dry-run --json "remove a"
+expect_rc 0 "dry run --json"
+expect_eq "$(printf '%s' "$out" | jq -r '[.dry_run, .task, .root.path, .root.type] | @tsv')" \
+	"true	remove a	fix	loop" "the plan's head as JSON"
+expect_eq "$(printf '%s' "$out" | jq -r '.root.agents[] | "\(.role) \(.file)"' | tr '\n' ',')" \
+	"sensor .ai-loop/agents/sensor.md,controller .ai-loop/agents/llm-controller.md,actuator .ai-loop/agents/llm-actuator.md," \
+	"every agent of the plan, with its role"
+expect_eq "$(printf '%s' "$out" | jq -r '.root.agents[1].argv | join(" ")')" \
+	"claude -p --model=opus --permission-mode acceptEdits --tools=Read,Write --allowedTools=Read,Write --no-session-persistence --output-format text < <prompt>" \
+	"the controller's command line as an array"
+[ ! -d .ai-loop/runs ] && pass || fail "dry run --json started nothing"
 
 run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run "remove a"
 expect_rc 0 "run through the claude runner"

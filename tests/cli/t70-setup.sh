@@ -350,6 +350,21 @@ expect_eq "$(git log --format=%s -3 | tac | tr '\n' '|')" \
 	"ai-loop[tdd > red]: iteration 1 — wrote a test|ai-loop[tdd > green > implement]: iteration 1 — fixed code.txt|ai-loop[tdd]: iteration 1 — exit condition met after 1 iteration|" \
 	"red, then green, then the loop ends"
 
+# a file where setup puts a directory: named, exit 66, and nothing written
+for obstacle in agents runs; do
+	R=$TEST_TMP/obstacle-$obstacle
+	new_repo "$R"
+	mkdir "$R/.ai-loop"
+	echo "my notes" >"$R/.ai-loop/$obstacle"
+	cd "$R"
+	run "$AILOOP" setup --yes --sensor t=true
+	expect_rc 66 "setup with .ai-loop/$obstacle a file"
+	expect_in "$err" "'.ai-loop/$obstacle' is in the way: setup puts a directory there" \
+		"the obstacle is named"
+	expect_eq "$(ls -A .ai-loop)" "$obstacle" "nothing of setup's was written beside it"
+	expect_eq "$(cat ".ai-loop/$obstacle")" "my notes" "the user's file is left as it was"
+done
+
 # several sensors' commands: each in a shell of its own, so that one's
 # operators (`|| true`) cannot make the others' failure pass
 R=$TEST_TMP/joined

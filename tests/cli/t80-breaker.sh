@@ -74,9 +74,13 @@ expect_eq "$(cat .ai-loop/runs/run_*/events.jsonl | jq -r 'select(.event == "bre
 	"fix" "the reset is logged"
 
 # --- resume once the agent can progress: the run completes ------------------------
+# (and with the limit raised, as the message says: a change resume lets pass)
 touch "$GO"
+sed -i 's/max_iterations: 10/max_iterations: 10, no_progress_limit: 4/' .ai-loop/flow.yaml
 run "$AILOOP" resume
 expect_rc 0 "resumed with progress: complete"
+expect_in "$err" "changed since run run_" "resume notes the flow changed"
+expect_in "$err" "in its limits only: going on" "a raised breaker limit needs no --force"
 expect_eq "$(calls)" 8 "two actuations fixed the two items"
 expect_eq "$(run_status)" "complete" "the run is complete"
 expect_eq "$("$AILOOP" status --json | jq -r '.nodes[0].breaker.state')" "closed" \

@@ -144,6 +144,16 @@ for case in timeout budget backoff; do
 	*) expect_rc 2 "the $case wait ends at the node's timeout" ;;
 	esac
 	[ "$took" -lt 20 ] && pass || fail "the $case wait ended within seconds ($took s)"
+	[ "$case" = budget ] || continue
+	# the wait was time spent: status says so, and a resume blocks at once
+	run "$AILOOP" status --json
+	[ "$(printf '%s' "$out" | jq -r .budget.wall_seconds)" -ge 2 ] && pass ||
+		fail "status counts the wait as time spent: $(printf '%s' "$out" | jq -c .budget)"
+	start=$(date +%s)
+	run timeout -s KILL 60 "$AILOOP" resume
+	expect_rc 4 "resumed without a higher budget: blocked again"
+	expect_in "$err" "time budget spent" "for the time budget"
+	[ $(($(date +%s) - start)) -lt 2 ] && pass || fail "the resume spent no budget again"
 done
 expect_in "$err" "hit a rate limit (attempt 1): retrying in 600 s" "the back-off was under way"
 
