@@ -761,6 +761,13 @@ static void check_node(struct loader *l, struct al_node *n, const struct al_val 
 		break;
 	case AL_NODE_ACTION:
 		if (n->skill && !strcmp(n->skill, "break_loop")) {
+			const struct al_node *up = n->parent;
+
+			while (up && up->type != AL_NODE_LOOP)
+				up = up->parent;
+			if (!up)
+				loader_error(l, v->pos, "'break_loop' ends the nearest loop around it, "
+				      "and this action is in none");
 			n->break_loop = true;
 			break;
 		}

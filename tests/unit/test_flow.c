@@ -240,7 +240,7 @@ Test(flow, parallel_isolation_defaults_to_worktree_when_a_child_can_write)
 {
 	load_ok("flow:\n"
 		"  id: main\n"
-		"  type: sequence\n"
+		"  type: loop\n" /* around the break_loop actions */
 		"  children:\n"
 		"    - {id: acts, type: parallel, children: [{skill: x}, {skill: break_loop}]}\n"
 		"    - id: deep\n"
@@ -273,7 +273,7 @@ Test(flow, parallel_isolation_defaults_to_worktree_when_a_child_can_write)
 		"flow: {id: p, type: parallel, children: [{skill: x}]}\n");
 	cr_assert_eq(flow->root->isolation, AL_ISOLATION_SHARED, "the default's key wins");
 	load_ok("defaults: {parallel_isolation: worktree}\n"
-		"flow: {id: p, type: parallel, children: [{skill: break_loop}]}\n");
+		"flow: {id: p, type: parallel, children: [{skill: x}]}\n");
 	cr_assert_eq(flow->root->isolation, AL_ISOLATION_WORKTREE, "the default's key wins");
 }
 
@@ -387,10 +387,19 @@ Test(flow, conditional_mistakes)
 	unit_assert_diag(&diags, FLOW_FILE, 4, 9, "'then' must be a mapping, not a list");
 }
 
+Test(flow, break_loop_needs_a_loop_around_it)
+{
+	load_bad("flow:\n  id: s\n  type: sequence\n  children:\n    - {skill: a}\n"
+		 "    - {skill: break_loop}\n", 1);
+	unit_assert_diag(&diags, FLOW_FILE, 6, 7, "'break_loop' ends the nearest loop around it");
+	load_ok("flow:\n  id: l\n  type: loop\n  children:\n    - id: p\n      type: parallel\n"
+		"      children: [{skill: a}, {skill: break_loop}]\n");
+}
+
 Test(flow, action_fields)
 {
 	struct al_node *n = load_ok("flow:\n"
-				    "  type: sequence\n"
+				    "  type: loop\n" /* break_loop needs a loop around it */
 				    "  id: s\n"
 				    "  children:\n"
 				    "    - id: act\n"
