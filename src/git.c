@@ -509,6 +509,39 @@ static int in_the_way(git_checkout_notify_t why, const char *path, const git_dif
 	return 0;
 }
 
+/*
+ * The path of the linked worktree that has branch `ref` (a full name)
+ * checked out, or NULL: a checkout of it here would fail half-way, with
+ * the work tree and index set to its tree and HEAD left where it was.
+ */
+static char *checked_out_elsewhere(git_repository *repo, const char *ref)
+{
+	git_strarray names = { NULL, 0 };
+	char *found = NULL;
+
+	if (git_worktree_list(&names, repo) < 0)
+		return NULL;
+	for (size_t i = 0; i < names.count && !found; i++) {
+		git_worktree *wt = NULL;
+		git_repository *other = NULL;
+		git_reference *head = NULL;
+
+		if (git_worktree_lookup(&wt, repo, names.strings[i]) == 0 &&
+		    git_worktree_validate(wt) == 0 &&
+		    git_repository_open_from_worktree(&other, wt) == 0 &&
+		    git_reference_lookup(&head, other, "HEAD") == 0 &&
+		    git_reference_type(head) == GIT_REFERENCE_SYMBOLIC &&
+		    !strcmp(git_reference_symbolic_target(head), ref))
+			found = al_strdup(git_worktree_path(wt));
+		git_reference_free(head);
+		git_repository_free(other);
+		git_worktree_free(wt);
+	}
+	git_strarray_dispose(&names);
+	git_error_clear();
+	return found;
+}
+
 int al_git_checkout(struct al_git *g, const char *name, char **conflict)
 {
 	git_checkout_options opts;
@@ -524,6 +557,14 @@ int al_git_checkout(struct al_git *g, const char *name, char **conflict)
 	opts.notify_payload = &first;
 	if (git_branch_lookup(&branch, g->repo, name, GIT_BRANCH_LOCAL) < 0)
 		return al_err(AL_ENOTFOUND, "branch '%s' does not exist", name);
+	if ((first = checked_out_elsewhere(g->repo, git_reference_name(branch)))) {
+		rc = al_err(AL_ENOTFOUND, "branch '%s' is checked out in the worktree '%s': go on "
+			    "there ('cd %s'), or remove that worktree first ('git worktree remove "
+			    "%s')", name, first, first, first);
+		free(first);
+		git_reference_free(branch);
+		return rc;
+	}
 	if (git_reference_peel(&target, branch, GIT_OBJECT_COMMIT) < 0 ||
 	    git_checkout_tree(g->repo, target, &opts) < 0 ||
 	    git_repository_set_head(g->repo, git_reference_name(branch)) < 0)

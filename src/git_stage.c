@@ -565,16 +565,17 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 		if (e->status & GIT_STATUS_WT_DELETED) {
 			const git_index_entry *tracked = git_index_get_bypath(index, path, 0);
 
-			rc = tracked && restorable_by_scan(path, own_dir)
-				     ? restore_own_file(g, index, tracked)
-								  : git_index_remove_bypath(index, path);
-		}
-		else if (al_starts_with(path, ".ai-loop/runs/"))
+			if (tracked && restorable_by_scan(path, own_dir))
+				rc = restore_own_file(g, index, tracked);
+			else
+				rc = git_index_remove_bypath(index, path);
+		} else if (al_starts_with(path, ".ai-loop/runs/")) {
 			rc = add_own_file(g, index, path);
-		else if (al_ends_with(path, "/")) /* only a repository is listed as a directory */
+		} else if (al_ends_with(path, "/")) { /* only a repository is listed as a directory */
 			rc = add_nested_repo(g, index, path);
-		else
+		} else {
 			rc = git_index_add_bypath(index, path);
+		}
 	}
 	git_status_list_free(list);
 	return rc < 0 ? rc : stage_gitlinks(g, index, staged);

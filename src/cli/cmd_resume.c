@@ -396,7 +396,7 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 		/* its directory is on its branch: check that out first */
 		fprintf(stderr, "ailoop: run %s is on branch %s: checking it out\n", id, elsewhere);
 		if ((rc = checkout_for(git, elsewhere, id, NULL)) < 0) {
-			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
+			code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 			goto done;
 		}
 	}

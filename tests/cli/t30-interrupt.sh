@@ -261,6 +261,25 @@ expect_in "$err" "is on branch ai-loop/fix-all: checking it out" "resume says wh
 expect_eq "$(git rev-parse --abbrev-ref HEAD)" "ai-loop/fix-all" "the run's branch is checked out"
 expect_eq "$(triples "$R")" "$ref_triples" "the run finished from its last commit"
 
+# --- the run's branch is checked out in another worktree: said, nothing touched ---------
+paused_in_actuator linked INT
+rm -f "$GATE"
+git stash -q -u
+git checkout -q main
+git worktree add -q "$TEST_TMP/linked-wt" ai-loop/fix-all
+before=$(git status --porcelain)
+run "$AILOOP" resume
+expect_rc 66 "resume while the run's branch is checked out elsewhere"
+expect_in "$err" "branch 'ai-loop/fix-all' is checked out in the worktree '$TEST_TMP/linked-wt'" \
+	"the worktree that has it is named"
+expect_in "$err" "git worktree remove $TEST_TMP/linked-wt" "with the ways on"
+expect_eq "$(git rev-parse --abbrev-ref HEAD)" "main" "HEAD stays where it was"
+expect_eq "$(git status --porcelain)" "$before" "and the work tree and index are untouched"
+git worktree remove "$TEST_TMP/linked-wt"
+run "$AILOOP" resume
+expect_rc 0 "once the worktree is gone, the resume checks the branch out"
+expect_eq "$(triples "$R")" "$ref_triples" "and finishes the run"
+
 # --- `ailoop run` while a run can be resumed ------------------------------------------
 paused_in_actuator pending
 expect_eq "$rc" 3 "SIGTERM exits 3 too"
