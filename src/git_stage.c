@@ -121,17 +121,25 @@ static bool restorable_by_scan(const char *path, const char *own_dir)
 	       strcmp(base ? base + 1 : path, "orchestrator-output.md");
 }
 
-static int restore_own_file(struct al_git *g, git_index *index, const git_index_entry *e)
+/* Writes blob `id` to `path`, as the run's files are written (the directory made if gone). */
+static int put_back(struct al_git *g, const git_oid *id, const char *path)
 {
 	git_blob *blob = NULL;
-	char *path = al_strdup(e->path);
-	int rc;
+	int rc = git_blob_lookup(&blob, g->repo, id);
 
-	if ((rc = git_blob_lookup(&blob, g->repo, &e->id)) == 0 &&
-	    (rc = al_write_in_place(path, git_blob_rawcontent(blob),
-				    (size_t)git_blob_rawsize(blob))) == 0)
-		rc = add_own_file(g, index, path);
+	if (rc == 0)
+		rc = al_write_in_place(path, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
 	git_blob_free(blob);
+	return rc;
+}
+
+static int restore_own_file(struct al_git *g, git_index *index, const git_index_entry *e)
+{
+	char *path = al_strdup(e->path); /* the entry goes as the index changes */
+	int rc = put_back(g, &e->id, path);
+
+	if (rc == 0)
+		rc = add_own_file(g, index, path);
 	free(path);
 	return rc;
 }
@@ -188,15 +196,11 @@ static int restore_from_tree(const char *root, const git_tree_entry *te, void *d
 {
 	struct restore_walk *w = data;
 	char *path = al_xprintf("%s/%s%s", w->own_dir, root, git_tree_entry_name(te));
-	git_blob *blob = NULL;
 	struct stat st;
 
 	if (git_tree_entry_type(te) == GIT_OBJECT_BLOB && lstat(path, &st) < 0 &&
-	    (errno == ENOENT || errno == ENOTDIR) && restorable_by_scan(path, w->own_dir) &&
-	    (w->rc = git_blob_lookup(&blob, w->g->repo, git_tree_entry_id(te))) == 0)
-		w->rc = al_write_in_place(path, git_blob_rawcontent(blob),
-					  (size_t)git_blob_rawsize(blob));
-	git_blob_free(blob);
+	    (errno == ENOENT || errno == ENOTDIR) && restorable_by_scan(path, w->own_dir))
+		w->rc = put_back(w->g, git_tree_entry_id(te), path);
 	free(path);
 	return w->rc < 0 ? -1 : 0;
 }
@@ -210,7 +214,7 @@ static int restore_from_tree(const char *root, const git_tree_entry *te, void *d
 static int restore_own_from_head(struct al_git *g, const char *own_dir)
 {
 	struct restore_walk w = { g, own_dir, 0 };
-	git_object *tree = NULL;
+	git_object *tree = NULL, *ignore = NULL;
 	char *spec = al_xprintf("HEAD:%s", own_dir);
 
 	if (git_revparse_single(&tree, g->repo, spec) == 0 &&
@@ -218,15 +222,13 @@ static int restore_own_from_head(struct al_git *g, const char *own_dir)
 	    git_tree_walk((git_tree *)tree, GIT_TREEWALK_PRE, restore_from_tree, &w) < 0 &&
 	    w.rc == 0)
 		w.rc = -1;
+	if (w.rc == 0 && !al_file_exists(AL_RUNS_DIR "/.gitignore") &&
+	    git_revparse_single(&ignore, g->repo, "HEAD:" AL_RUNS_DIR "/.gitignore") == 0 &&
+	    git_object_type(ignore) == GIT_OBJECT_BLOB)
+		w.rc = put_back(g, git_object_id(ignore), AL_RUNS_DIR "/.gitignore");
+	git_object_free(ignore);
 	git_object_free(tree);
-	tree = NULL;
 	free(spec);
-	if (w.rc == 0 && git_revparse_single(&tree, g->repo, "HEAD:" AL_RUNS_DIR "/.gitignore") == 0 &&
-	    git_object_type(tree) == GIT_OBJECT_BLOB && !al_file_exists(AL_RUNS_DIR "/.gitignore"))
-		w.rc = al_write_in_place(AL_RUNS_DIR "/.gitignore",
-					 git_blob_rawcontent((git_blob *)tree),
-					 (size_t)git_blob_rawsize((git_blob *)tree));
-	git_object_free(tree);
 	git_error_clear();
 	return w.rc;
 }
