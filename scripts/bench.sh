@@ -413,9 +413,17 @@ MD
 # loop (ailoop makes about 15 inodes an iteration, mostly git's loose objects)
 fresh_dir() { mktemp -d "$tmp/loop.XXXXXX"; }
 
+# settled: what the runs before wrote is on disk before the next is timed.
+# A durable point (syncfs) writes out everything of the filesystem not yet
+# written: without this, the first one of a run with fsync on would write
+# the thousands of files the run just before left to the kernel's flusher
+# (fsync off, the shell loop), and time that, not the run.
+settled() { sync; }
+
 # the same processes, N times, without ailoop
 baseline() {
 	make_repo "$(fresh_dir)"
+	settled
 	local t0 t1
 	t0=$(now_ns)
 	sh -c "$sensor" >/dev/null || true
@@ -430,6 +438,7 @@ baseline() {
 # with_ailoop FSYNC: wall time of the whole run
 with_ailoop() {
 	make_repo "$(fresh_dir)"
+	settled
 	local t0 t1
 	t0=$(now_ns)
 	AILOOP_FSYNC=$1 "$AILOOP" run --quiet "count to $N" >/dev/null
@@ -441,6 +450,7 @@ with_ailoop() {
 # the seeds' way: the same agents in a bash loop, state in JSON by jq, git CLI commits
 shell_loop() {
 	make_repo "$(fresh_dir)"
+	settled
 	local t0 t1 i=0 out
 	t0=$(now_ns)
 	jq -n '{iteration: 0, status: "running"}' >state.json

@@ -1,4 +1,5 @@
 #include "ailoop/exec.h"
+#include "ailoop/feedback.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/md.h"
 #include "ailoop/memory.h"
@@ -550,6 +551,8 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 	free(cache);
 	if (rc < 0)
 		goto done;
+	if (ex->resuming) /* before any commit stages what feedback edges removed */
+		al_feedback_note_removed(ex);
 	if (ex->resuming) { /* entering nodes rewrites the stack: keep how it was */
 		ex->nresume_stack = ex->run->st.nstack;
 		ex->resume_stack = al_calloc(ex->nresume_stack + 1, sizeof(char *));

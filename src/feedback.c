@@ -507,6 +507,34 @@ static void forget_state(struct al_node *n, void *data)
 	free(dir);
 }
 
+static void note_state(struct al_node *n, void *data)
+{
+	char *dir = al_run_node_dir(data, n->path);
+	char *path = al_xprintf("%s/orchestrator-output.md", dir);
+
+	al_removed_note(path);
+	free(path);
+	free(dir);
+}
+
+void al_feedback_note_removed(struct al_exec *ex)
+{
+	struct al_feedback_log log;
+
+	if (al_feedback_log_read(&log, ex->run->dir) < 0)
+		return;
+	for (size_t i = 0; i < log.n; i++) {
+		json_t *f = log.items[i];
+		struct al_node *h = strcmp(str(f, "status"), "processing")
+					    ? NULL : al_flow_find(ex->flow, str(f, "handler"));
+
+		for (size_t k = (size_t)num(f, "restart"); h && k <= (size_t)num(f, "upto") &&
+							  k < h->nchildren; k++)
+			al_flow_walk(h->children[k], note_state, ex->run);
+	}
+	al_feedback_log_release(&log);
+}
+
 /* The handler's children from `restart` to `upto` lose their state: they run again. */
 static int deliver(struct al_node_run *nr, json_t *f)
 {

@@ -226,11 +226,20 @@ bool al_removed_noted(const char *path)
 	return false;
 }
 
+/* A file ailoop writes again is no longer one it removed. */
+static void removed_forget(const char *path)
+{
+	for (size_t i = 0; i < nremoved; i++)
+		if (!strcmp(removed[i], path)) {
+			free(removed[i]);
+			removed[i] = removed[--nremoved];
+			return;
+		}
+}
+
 void al_rewritten_clear(void)
 {
 	nrewritten = 0;
-	while (nremoved)
-		free(removed[--nremoved]);
 }
 
 static void remember_rewritten(const struct stat *st)
@@ -312,6 +321,7 @@ int al_write_state(const char *path, const void *data, size_t len)
 	}
 	/* X's inode alternates between two: its stat data alone may not tell a new text */
 	remember_rewritten(&st);
+	removed_forget(path);
 	al_durable_written();
 	al_crash_point(path);
 done:
@@ -343,6 +353,7 @@ int al_write_in_place(const char *path, const void *data, size_t len)
 		goto fail;
 	close(fd);
 	remember_rewritten(&st);
+	removed_forget(path);
 	al_durable_written();
 	al_crash_point(path);
 	return 0;

@@ -107,19 +107,6 @@ static bool restorable(const char *path, const char *own_dir)
 	       !al_git_unrecorded(path) && !al_removed_noted(path);
 }
 
-/*
- * As restorable(), for the full scan, which may be the first commit of a
- * resumed run: a node's state gone then may be one a feedback edge removed
- * before the kill (feedback.c), which this process cannot have noted, and
- * it is left as gone. The watch sees only what went in this process.
- */
-static bool restorable_by_scan(const char *path, const char *own_dir)
-{
-	const char *base = strrchr(path, '/');
-
-	return restorable(path, own_dir) &&
-	       strcmp(base ? base + 1 : path, "orchestrator-output.md");
-}
 
 /* Writes blob `id` to `path`, as the run's files are written (the directory made if gone). */
 static int put_back(struct al_git *g, const git_oid *id, const char *path)
@@ -199,7 +186,7 @@ static int restore_from_tree(const char *root, const git_tree_entry *te, void *d
 	struct stat st;
 
 	if (git_tree_entry_type(te) == GIT_OBJECT_BLOB && lstat(path, &st) < 0 &&
-	    (errno == ENOENT || errno == ENOTDIR) && restorable_by_scan(path, w->own_dir))
+	    (errno == ENOENT || errno == ENOTDIR) && restorable(path, w->own_dir))
 		w->rc = put_back(w->g, git_tree_entry_id(te), path);
 	free(path);
 	return w->rc < 0 ? -1 : 0;
@@ -207,7 +194,7 @@ static int restore_from_tree(const char *root, const git_tree_entry *te, void *d
 
 /*
  * Before a full scan: the files of the run's own that HEAD has and the
- * work tree lost are put back (restorable_by_scan()). The index cannot tell them
+ * work tree lost are put back (restorable()). The index cannot tell them
  * where an agent changed it too (`git restore --staged`, `git rm
  * --cached`); HEAD is the run's last commit (al_git_check_head).
  */
@@ -231,6 +218,26 @@ static int restore_own_from_head(struct al_git *g, const char *own_dir)
 	free(spec);
 	git_error_clear();
 	return w.rc;
+}
+
+/*
+ * A parallel child in a worktree of its own: the runs' entries of the
+ * index are HEAD's again, whatever an agent did to them there (`git
+ * restore --staged`, `git rm --cached`): its commits leave the runs' files
+ * as they were (another_runs()), and its merge takes nothing of them back.
+ */
+static int runs_as_head(struct al_git *g)
+{
+	char *paths[] = { AL_RUNS_DIR };
+	git_strarray spec = { paths, 1 };
+	git_object *head = NULL;
+	int rc = 0;
+
+	if (git_revparse_single(&head, g->repo, "HEAD") == 0)
+		rc = git_reset_default(g->repo, head, &spec);
+	git_object_free(head);
+	return rc < 0 ? al_git_fail("cannot keep the runs' files in the index as HEAD has them")
+		      : 0;
 }
 
 /* Whether the work tree file may differ from its index entry. */
@@ -261,13 +268,18 @@ static bool not_run_files(const char *rel)
  * directory `own_dir`), or that run's directory itself. A run paused while
  * this one works has its state in the work tree, newer than its last
  * commit, and resumes from there: this run's commits leave its files as
- * HEAD has them, as the full scan and the watch alike.
+ * HEAD has them, as the full scan and the watch alike. Without `own_dir`
+ * (a parallel child in a worktree of its own, whose run writes its state
+ * in the main work tree) every file of the runs is left so: the copies in
+ * the worktree are the fork's, and only an agent changes them.
  */
 static bool another_runs(const char *path, const char *own_dir)
 {
 	const char *run = path + sizeof(AL_RUNS_DIR), *end;
 
-	if (!own_dir || !al_starts_with(path, AL_RUNS_DIR "/") || al_git_below(path, own_dir))
+	if (!own_dir)
+		return al_git_below(path, AL_RUNS_DIR);
+	if (!al_starts_with(path, AL_RUNS_DIR "/") || al_git_below(path, own_dir))
 		return false;
 	end = strchr(run, '/');
 	return end ? end > run : al_starts_with(run, "run_");
@@ -539,6 +551,8 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 	git_status_list *list = NULL;
 	int rc = 0;
 
+	if (!own_dir && (rc = runs_as_head(g)) < 0)
+		return rc;
 	if (own_dir && ((rc = restore_own_from_head(g, own_dir)) < 0 ||
 			(rc = stage_own_files(g, index, own_dir)) < 0 ||
 			(rc = index_write(index)) < 0))
@@ -567,7 +581,7 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 		if (e->status & GIT_STATUS_WT_DELETED) {
 			const git_index_entry *tracked = git_index_get_bypath(index, path, 0);
 
-			if (tracked && restorable_by_scan(path, own_dir))
+			if (tracked && restorable(path, own_dir))
 				rc = restore_own_file(g, index, tracked);
 			else
 				rc = git_index_remove_bypath(index, path);

@@ -58,6 +58,13 @@ int al_feedback_log_parse(struct al_feedback_log *log, const char *text, size_t 
 int al_feedback_log_read(struct al_feedback_log *log, const char *run_dir);
 void al_feedback_log_release(struct al_feedback_log *log);
 bool al_feedback_is_open(const json_t *f);
+struct al_exec;
+/*
+ * On resume: the states that feedback edges under way removed (their
+ * nodes run again) are noted as removed by ailoop (al_removed_note), so
+ * that the first commits do not put them back as an agent's removal.
+ */
+void al_feedback_note_removed(struct al_exec *ex);
 
 /*
  * Whether a new feedback may be queued beside the open ones of `log`:

@@ -48,9 +48,9 @@ void al_rewritten_forget(const struct stat *st);
 void al_rewritten_clear(void);
 /*
  * A tracked file of a run that ailoop itself removed (a node's state a
- * feedback edge makes run again): the next commit records it as gone.
- * Any other file of a run's own that goes is an agent's doing, and staging
- * puts it back (git_stage.c). al_rewritten_clear() forgets these too.
+ * feedback edge makes run again): commits record it as gone until ailoop
+ * writes it again. Any other file of a run's own that goes is an agent's
+ * doing, and staging puts it back (git_stage.c).
  */
 void al_removed_note(const char *path);
 bool al_removed_noted(const char *path);

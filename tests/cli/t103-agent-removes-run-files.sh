@@ -105,6 +105,73 @@ expect_eq "$(run_files "$R")" "$(run_files "$TEST_TMP/nref")" \
 expect_eq "$(every_commit_has "$R" 'nodes/outer/task.md')" 0 "every commit holds the parent's task"
 expect_eq "$(git status --porcelain)" "" "nested: the work tree is clean at the end"
 
+# --- a sequence: an agent removes a finished sibling's state, then a kill -----------------
+# (the resume's first commit puts it back: it was no feedback edge's doing)
+seq_repo() {
+	new_repo "$1"
+	mkdir -p "$1/.ai-loop/agents"
+	printf -- "---\nname: act\ncommand: 'echo \$AILOOP_NODE_ID >>work.txt; %s'\n---\n" "$2" \
+		>"$1/.ai-loop/agents/act.md"
+	printf 'version: 1\nflow:\n  id: s\n  type: sequence\n  children:\n    - {id: a, agent: act}\n    - {id: b, agent: act}\n    - {id: c, agent: act}\n' \
+		>"$1/.ai-loop/flow.yaml"
+	commit_all "$1"
+}
+seq_repo "$TEST_TMP/sref" ":"
+cd "$TEST_TMP/sref" || exit 1
+run "$AILOOP" run --quiet "three steps"
+expect_rc 0 "the sequence left alone"
+R=$TEST_TMP/sibling
+seq_repo "$R" 'if [ $AILOOP_NODE_ID = b ] && [ ! -e ../sibling.once ]; then touch ../sibling.once; rm -f .ai-loop/runs/*/nodes/s/a/orchestrator-output.md; kill -9 $PPID; sleep 1; fi'
+cd "$R" || exit 1
+run "$AILOOP" run --quiet "three steps"
+expect_rc 137 "b removes a's state and kills ailoop"
+run "$AILOOP" resume
+expect_rc 0 "the resume completes"
+expect_eq "$(run_files "$R")" "$(run_files "$TEST_TMP/sref")" "a's state is committed still"
+expect_eq "$("$AILOOP" status --json | jq -r '.nodes[].node_path' | tr '\n' ' ')" "s s/a s/b s/c " \
+	"status lists the finished sibling"
+
+# --- a parallel child in a worktree of its own restores the runs from main ---------------
+par_repo() {
+	new_repo "$1"
+	mkdir -p "$1/.ai-loop/agents"
+	printf -- "---\nname: act\ncommand: 'echo \$AILOOP_NODE_ID >\$AILOOP_NODE_ID.txt; if [ \$AILOOP_NODE_ID = a ]; then %s; fi'\n---\n" "$2" \
+		>"$1/.ai-loop/agents/act.md"
+	printf 'version: 1\nflow:\n  id: main\n  type: sequence\n  children:\n    - {id: first, agent: act}\n    - id: par\n      type: parallel\n      isolation: worktree\n      children: [{id: a, agent: act}, {id: b, agent: act}]\n    - {id: last, agent: act}\n' \
+		>"$1/.ai-loop/flow.yaml"
+	commit_all "$1"
+}
+par_repo "$TEST_TMP/pref" ":"
+cd "$TEST_TMP/pref" || exit 1
+run "$AILOOP" run --quiet "in parallel"
+expect_rc 0 "the parallel flow left alone"
+for how in "git restore --source=main --staged --worktree -- .ai-loop/runs" "rm -rf .ai-loop/runs"; do
+	R=$TEST_TMP/par-${how%% *}
+	par_repo "$R" "$how"
+	cd "$R" || exit 1
+	run "$AILOOP" run --quiet "in parallel"
+	expect_rc 0 "a worktree child that runs '$how'"
+	expect_eq "$(run_files "$R")" "$(run_files "$TEST_TMP/pref")" \
+		"'$how' in a child's worktree: the run's files are all in the last commit"
+	expect_eq "$(git log --format=%H --diff-filter=D -- .ai-loop/runs | wc -l)" 0 \
+		"'$how' in a child's worktree: no commit records a run's file as gone"
+	expect_eq "$(git status --porcelain)" "" "'$how' in a child's worktree: the tree ends clean"
+done
+
+# --- nested: the inner agent restores the runs from main, then a kill ----------------------
+# (restored at its first call, killed at its second: the commit between
+# holds the parent's state, put back, so the resume finds it)
+R=$TEST_TMP/nested-kill
+nested "$R" '/dev/null/none; if [ ! -e ../nk.1 ]; then touch ../nk.1; git restore --source=main --staged --worktree -- .ai-loop/runs; elif [ ! -e ../nk.2 ]; then touch ../nk.2; kill -9 $PPID; sleep 1; fi'
+cd "$R" || exit 1
+run "$AILOOP" run --quiet "fix all"
+expect_rc 137 "the inner agent restores the runs from main, then ailoop is killed"
+expect_eq "$(git log --format=%H --diff-filter=D -- .ai-loop/runs | wc -l)" 0 \
+	"nested: no commit records a run's file as gone"
+run "$AILOOP" resume
+expect_rc 0 "the resume finds the parent's state and completes"
+expect_eq "$(run_files "$R")" "$(run_files "$TEST_TMP/nref")" "nested, killed: every node's files committed"
+
 # --- then a kill: the resume says how to put back what it cannot --------------------
 R=$TEST_TMP/killed
 count_repo "$R" "$inc"'; if [ "$(cat count)" = 2 ] && [ ! -e ../killed.once ]; then
