@@ -153,6 +153,25 @@ static void recover_start(struct al_exec *ex)
 	}
 }
 
+/*
+ * The tasks of the nodes under way, written again where an agent removed
+ * them before their first commit (staging puts back only what a commit
+ * holds): a resume needs each, and it is in memory. One stat a node.
+ */
+static int keep_tasks(struct al_exec *ex)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < ex->nframes && rc == 0; i++) {
+		char *path = al_xprintf("%s/task.md", ex->frames[i].dir);
+
+		if (ex->frames[i].task && !al_file_exists(path))
+			rc = al_write_state(path, ex->frames[i].task, strlen(ex->frames[i].task));
+		free(path);
+	}
+	return rc;
+}
+
 int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool may_exist)
 {
 	struct al_strbuf msg = AL_STRBUF_INIT;
@@ -180,6 +199,8 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 	fields = *f;
 	fields.run_start = first;
 	al_commit_message(&msg, &fields);
+	if (!ex->isolated && (rc = keep_tasks(ex)) < 0)
+		goto done;
 	rc = al_git_commit_all(ex->git, msg.buf, ex->isolated ? NULL : ex->run->dir, oid);
 	if (rc == 0) {
 		ex->commits++;

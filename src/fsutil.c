@@ -1,4 +1,5 @@
 #include "ailoop/fsutil.h"
+#include "ailoop/run.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
@@ -9,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 bool al_fsync_enabled(void)
@@ -129,6 +132,56 @@ int al_write_all(int fd, const char *p, size_t len)
 }
 
 /*
+ * open(2) that follows no symbolic link on the way, for a path relative to
+ * the repository's root (.ai-loop, .ai-loop/runs and a run's directory are
+ * real directories, checked when the run starts): ELOOP where there is
+ * one, a directory's or the file's own. Elsewhere (a parallel child in a
+ * worktree writes its run's files by their absolute path), and on a
+ * kernel without openat2(2), open(2) as it is (O_NOFOLLOW as given).
+ */
+static int open_no_links(const char *path, int flags, mode_t mode)
+{
+#ifdef SYS_openat2
+	static bool missing;
+	struct open_how how = { .flags = (uint64_t)flags, .mode = flags & O_CREAT ? mode : 0,
+				.resolve = RESOLVE_NO_SYMLINKS };
+	int fd;
+
+	if (path[0] != '/' && !missing) {
+		fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+		if (fd >= 0 || errno != ENOSYS)
+			return fd;
+		missing = true;
+	}
+#endif
+	return open(path, flags, mode);
+}
+
+/*
+ * Removes the symbolic links among the directories on the way to `path`
+ * (relative, below AL_RUNS_DIR, where ailoop keeps only real directories):
+ * an agent's, through which the run's files would be written wherever
+ * they point. Whether there was one.
+ */
+static bool unlink_dir_links(const char *path)
+{
+	char *p = al_strdup(path);
+	bool removed = false;
+	struct stat st;
+
+	if (path[0] != '/' && al_starts_with(path, AL_RUNS_DIR "/"))
+		for (char *slash = strchr(p + sizeof(AL_RUNS_DIR), '/'); slash;
+		     slash = strchr(slash + 1, '/')) {
+			*slash = '\0';
+			if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode) && unlink(p) == 0)
+				removed = true;
+			*slash = '/';
+		}
+	free(p);
+	return removed;
+}
+
+/*
  * open(2) of a file ailoop writes in a run's directories, which makes the
  * directory it goes in if that has gone: an agent may remove a node's
  * directory or its logs (the run's whole directory it cannot: its lock
@@ -137,15 +190,17 @@ int al_write_all(int fd, const char *p, size_t len)
  */
 static int open_in_dir(const char *path, int flags, mode_t mode)
 {
-	int fd = open(path, flags, mode);
+	int fd = open_no_links(path, flags, mode);
 	const char *slash;
 	char *dir;
 
+	if (fd < 0 && errno == ELOOP && unlink_dir_links(path))
+		fd = open_no_links(path, flags, mode);
 	if (fd >= 0 || errno != ENOENT || !(slash = strrchr(path, '/')) || slash == path)
 		return fd;
 	dir = al_strndup(path, (size_t)(slash - path));
 	if (!al_dir_exists(dir) && al_mkdirs(dir) == 0)
-		fd = open(path, flags, mode);
+		fd = open_no_links(path, flags, mode);
 	else
 		errno = ENOENT;
 	free(dir);

@@ -107,6 +107,33 @@ static bool restorable(const char *path, const char *own_dir)
 	       !al_git_unrecorded(path) && !al_removed_noted(path);
 }
 
+/*
+ * Clears the way to `path`, a file of the run's own, below AL_RUNS_DIR:
+ * ailoop keeps only plain files and directories there, so a symbolic link
+ * or a file where a directory goes, or a directory where `path` goes, is
+ * an agent's, and goes (through a link, the run's files would be written
+ * wherever it points).
+ */
+static int clear_way(const char *path)
+{
+	char *p = al_strdup(path);
+	struct stat st;
+	int rc = 0;
+
+	for (char *slash = strchr(p + sizeof(AL_RUNS_DIR), '/'); slash && rc == 0;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (lstat(p, &st) == 0 && !S_ISDIR(st.st_mode) && unlink(p) < 0)
+			rc = al_err(AL_ERROR, "cannot remove '%s': %s", p, strerror(errno));
+		*slash = '/';
+	}
+	if (rc == 0 && lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+		rc = al_remove_tree(p);
+	else if (rc == 0 && lstat(p, &st) == 0 && !S_ISREG(st.st_mode) && unlink(p) < 0)
+		rc = al_err(AL_ERROR, "cannot remove '%s': %s", p, strerror(errno));
+	free(p);
+	return rc;
+}
 
 /* Writes blob `id` to `path`, as the run's files are written (the directory made if gone). */
 static int put_back(struct al_git *g, const git_oid *id, const char *path)
@@ -114,10 +141,28 @@ static int put_back(struct al_git *g, const git_oid *id, const char *path)
 	git_blob *blob = NULL;
 	int rc = git_blob_lookup(&blob, g->repo, id);
 
-	if (rc == 0)
+	if (rc == 0 && (rc = clear_way(path)) == 0)
 		rc = al_write_in_place(path, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
 	git_blob_free(blob);
 	return rc;
+}
+
+/*
+ * Whether `path`, below the run's directory, is what no run file is: a
+ * symbolic link or something else not plain (ailoop writes none there), or
+ * a directory where the index has a file. restore_own() then puts the
+ * run's files back in its place.
+ */
+static bool tampered(git_index *index, const char *path, const char *own_dir)
+{
+	struct stat st;
+
+	if (!own_dir || !al_git_below(path, own_dir) || !strcmp(path, own_dir) ||
+	    lstat(path, &st) < 0)
+		return false;
+	if (S_ISDIR(st.st_mode))
+		return git_index_get_bypath(index, path, 0) != NULL;
+	return !S_ISREG(st.st_mode);
 }
 
 static int restore_own_file(struct al_git *g, git_index *index, const git_index_entry *e)
@@ -125,6 +170,8 @@ static int restore_own_file(struct al_git *g, git_index *index, const git_index_
 	char *path = al_strdup(e->path); /* the entry goes as the index changes */
 	int rc = put_back(g, &e->id, path);
 
+	if (rc == 0) /* and what an agent's directory in its place added below it */
+		rc = git_index_remove_directory(index, path, 0);
 	if (rc == 0)
 		rc = add_own_file(g, index, path);
 	free(path);
@@ -585,6 +632,11 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 				rc = restore_own_file(g, index, tracked);
 			else
 				rc = git_index_remove_bypath(index, path);
+		} else if (tampered(index, path, own_dir)) {
+			bool left;
+
+			if ((rc = clear_way(path)) == 0)
+				rc = restore_own(g, index, path, own_dir, &left);
 		} else if (al_starts_with(path, ".ai-loop/runs/")) {
 			rc = add_own_file(g, index, path);
 		} else if (al_ends_with(path, "/")) { /* only a repository is listed as a directory */
@@ -713,6 +765,11 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 		 */
 	} else if (!strcmp(base, ".gitignore") && !ignores_only_more(g->repo, index, path)) {
 		rc = -1; /* what is ignored changed: only a full scan knows what that adds */
+	} else if (tampered(index, path, own_dir)) {
+		bool left; /* (what is not the run's below it went with it) */
+
+		if ((rc = clear_way(path)) == 0)
+			rc = restore_own(g, index, path, own_dir, &left);
 	} else if ((gone = lstat(path, &st) < 0) && errno != ENOENT && errno != ENOTDIR) {
 		rc = -1;
 	} else if (gone || beyond_link(path, checked) ||

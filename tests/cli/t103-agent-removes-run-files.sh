@@ -131,6 +131,32 @@ expect_eq "$(run_files "$R")" "$(run_files "$TEST_TMP/sref")" "a's state is comm
 expect_eq "$("$AILOOP" status --json | jq -r '.nodes[].node_path' | tr '\n' ' ')" "s s/a s/b s/c " \
 	"status lists the finished sibling"
 
+# --- a sequence: what an agent puts in place of the run's files ---------------------------
+# a finished sibling's directory become a link, then a kill; a finished
+# sibling's result become a directory; the agent's own node's directory
+# become a link to a directory outside the repository
+mkdir -p "$TEST_TMP/outside"
+for case in link-killed dir own-link; do
+	case $case in
+	link-killed) what='if [ $AILOOP_NODE_ID = b ] && [ ! -e ../lk.once ]; then touch ../lk.once; rm -rf .ai-loop/runs/*/nodes/s/a; ln -s /etc/hostname .ai-loop/runs/$(ls .ai-loop/runs | grep run_)/nodes/s/a; kill -9 $PPID; sleep 1; fi' ;;
+	dir) what='if [ $AILOOP_NODE_ID = b ]; then f=$(ls -d .ai-loop/runs/run_*/nodes/s/a)/result-output.md; rm -f $f; mkdir -p $f/x; echo junk >$f/x/y; fi' ;;
+	own-link) what="if [ \$AILOOP_NODE_ID = b ]; then d=\$(ls -d .ai-loop/runs/run_*/nodes/s)/b; rm -rf \$d; ln -s $TEST_TMP/outside \$d; fi" ;;
+	esac
+	R=$TEST_TMP/tamper-$case
+	seq_repo "$R" "$what"
+	cd "$R" || exit 1
+	run "$AILOOP" run --quiet "three steps"
+	if [ "$case" = link-killed ]; then
+		expect_rc 137 "$case: killed"
+		run "$AILOOP" resume
+	fi
+	expect_rc 0 "$case: the run completes"
+	expect_eq "$(run_files "$R")" "$(run_files "$TEST_TMP/sref")" "$case: the run's files, as the run left alone has them"
+	expect_eq "$(git ls-tree -r HEAD .ai-loop/runs | grep -c '^120000')" 0 "$case: no link committed"
+	expect_eq "$(git status --porcelain)" "" "$case: the tree ends clean"
+done
+expect_eq "$(ls -A "$TEST_TMP/outside")" "" "nothing of the run was written through the link"
+
 # --- a parallel child in a worktree of its own restores the runs from main ---------------
 par_repo() {
 	new_repo "$1"
