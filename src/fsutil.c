@@ -258,19 +258,19 @@ bool al_rewritten(const struct stat *st)
 	return false;
 }
 
-/* The run's files ailoop removed since the last commit staged (al_removed_note). */
+/* The run's files commits take as they are, until written again (al_as_is_note). */
 static char **removed;
 static size_t nremoved, removed_alloc;
 
-void al_removed_note(const char *path)
+void al_as_is_note(const char *path)
 {
-	if (al_removed_noted(path))
+	if (al_as_is_noted(path))
 		return;
 	AL_GROW(removed, nremoved, removed_alloc);
 	removed[nremoved++] = al_strdup(path);
 }
 
-bool al_removed_noted(const char *path)
+bool al_as_is_noted(const char *path)
 {
 	for (size_t i = 0; i < nremoved; i++) { /* the path, or below it */
 		size_t n = strlen(removed[i]);

@@ -96,15 +96,16 @@ static int add_own_file(struct al_git *g, git_index *index, const char *path)
 /*
  * A file of the run's own (under `own_dir`, or the runs' .gitignore) that
  * the index tracks and the work tree lost: an agent removed it (a node's
- * directory, `git restore --source=main .`), not ailoop, which removes
- * one of them only through al_removed_note(). Such a file is put back as
+ * directory, `git restore --source=main .`), unless noted to be taken as
+ * it is (al_as_is_note(): ailoop's own removal, an agent's output as its
+ * call left it). Such a file is put back as
  * the index has it, not committed as gone: a node's task, a finished
  * node's result and state are written once, and a resume needs them.
  */
 static bool restorable(const char *path, const char *own_dir)
 {
 	return ((own_dir && al_git_below(path, own_dir)) || !strcmp(path, AL_RUNS_DIR "/.gitignore")) &&
-	       !al_git_unrecorded(path) && !al_removed_noted(path);
+	       !al_git_unrecorded(path) && !al_as_is_noted(path);
 }
 
 /*
@@ -158,7 +159,7 @@ static bool tampered(git_index *index, const char *path, const char *own_dir)
 	struct stat st;
 
 	if (!own_dir || !al_git_below(path, own_dir) || !strcmp(path, own_dir) ||
-	    lstat(path, &st) < 0)
+	    al_as_is_noted(path) || lstat(path, &st) < 0)
 		return false;
 	if (S_ISDIR(st.st_mode))
 		return git_index_get_bypath(index, path, 0) != NULL;

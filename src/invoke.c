@@ -213,7 +213,7 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	if (!c->keep_output && (rc = al_empty_path(c->output)) < 0)
 		goto done;
 	if (c->keep_output && al_dir_exists(c->output)) {
-		al_removed_note(c->output); /* an agent's directory there: committed as gone */
+		al_as_is_note(c->output); /* an agent's directory there: committed as gone */
 		if ((rc = al_remove_tree(c->output)) < 0)
 			goto done;
 	}
@@ -461,6 +461,9 @@ int al_call_finish(struct al_call *call)
 				     r->interrupted ? "cancelled" : r->timed_out ? "timed out" :
 				     slurm_failed ? "failed by slurm" : "exited");
 	}
+	/* what the agent left at its output is its output: committed as it is */
+	if (!c->keep_output)
+		al_as_is_note(c->output);
 	/* before anything is written there: into removed directories, or lost */
 	if (call->run && al_run_files_gone(call->run))
 		return al_err(AL_EMOVED, "%s '%s' removed the run's files that git does not track "

@@ -61,7 +61,7 @@ bool al_feedback_is_open(const json_t *f);
 struct al_exec;
 /*
  * On resume: the states that feedback edges under way removed (their
- * nodes run again) are noted as removed by ailoop (al_removed_note), so
+ * nodes run again) are noted as removed by ailoop (al_as_is_note), so
  * that the first commits do not put them back as an agent's removal.
  */
 void al_feedback_note_removed(struct al_exec *ex);

@@ -47,13 +47,15 @@ bool al_rewritten(const struct stat *st);
 void al_rewritten_forget(const struct stat *st);
 void al_rewritten_clear(void);
 /*
- * A tracked file of a run that ailoop itself removed (a node's state a
- * feedback edge makes run again): commits record it as gone until ailoop
- * writes it again. Any other file of a run's own that goes is an agent's
- * doing, and staging puts it back (git_stage.c).
+ * A tracked file of a run that commits record as the work tree has it
+ * (gone, a link, a directory), until ailoop writes it again: one ailoop
+ * itself removed (a node's state a feedback edge makes run again), or an
+ * agent's output as its call left it. Any other file of a run's own that
+ * goes, or is replaced, is an agent's doing, and staging puts it back
+ * (git_stage.c).
  */
-void al_removed_note(const char *path);
-bool al_removed_noted(const char *path);
+void al_as_is_note(const char *path);
+bool al_as_is_noted(const char *path);
 /*
  * The durable points: what ailoop wrote since the last one (its files, the
  * objects and index of a commit) reaches the disk in one syncfs(2) of the
