@@ -46,16 +46,27 @@ int al_node_save(struct al_node_run *nr)
 }
 
 /* Continues the node from its state on disk: the task it was given is there, byte for byte. */
-static int reopen(struct al_node_run *nr, const char *task_path)
+static int reopen(struct al_node_run *nr, const char *task, const char *task_path)
 {
 	struct al_exec *ex = nr->ex;
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	char sha[65];
 
+	/*
+	 * Gone (an agent removed it before the node's first commit held it):
+	 * the task its parent gives it again is the one, if its digest says so
+	 */
 	if (al_strbuf_read_file(&sb, task_path, 0) < 0) {
-		al_strbuf_release(&sb);
-		return al_err(AL_EINVALID, "'%s' is missing: the task of node '%s' is lost",
-			      task_path, nr->n->path);
+		al_strbuf_reset(&sb);
+		if (task)
+			al_sha256_hex(task, strlen(task), sha);
+		if (!task || !nr->st.task_sha256 || strcmp(sha, nr->st.task_sha256) ||
+		    al_write_state(task_path, task, strlen(task)) < 0) {
+			al_strbuf_release(&sb);
+			return al_err(AL_EINVALID, "'%s' is missing: the task of node '%s' is lost",
+				      task_path, nr->n->path);
+		}
+		al_strbuf_adds(&sb, task);
 	}
 	al_sha256_hex(sb.buf, sb.len, sha);
 	if (nr->st.task_sha256 && strcmp(sha, nr->st.task_sha256)) {
@@ -162,7 +173,7 @@ int al_node_begin(struct al_node_run *nr, struct al_exec *ex, const struct al_no
 	       !strcmp(nr->st.node_path, n->path) &&
 	       label_matches(n, nr->st.label, parent_label);
 	if (rc != AL_EINVALID)
-		rc = ours ? reopen(nr, task_path)
+		rc = ours ? reopen(nr, task, task_path)
 			  : fresh(nr, task, child_entry, phase, iteration, task_path);
 	free(task_path);
 	if (rc < 0) {

@@ -708,6 +708,26 @@ static int merge(struct al_node_run *nr, bool *conflict, char *msg, size_t size)
 	return rc < 0 ? rc : 0;
 }
 
+/*
+ * A child's task, written again if an agent removed it (a sibling's, in
+ * the main work tree's run directory) before a commit held it: its state
+ * says it ran with this node's task, which is every child's.
+ */
+static int keep_child_task(struct al_node_run *nr, const struct al_node *c)
+{
+	char *dir = al_run_node_dir(nr->ex->run, c->path);
+	char *state = al_xprintf("%s/orchestrator-output.md", dir);
+	char *task = al_xprintf("%s/task.md", dir);
+	int rc = 0;
+
+	if (al_file_exists(state) && !al_file_exists(task) && nr->task)
+		rc = al_write_state(task, nr->task, strlen(nr->task));
+	free(task);
+	free(state);
+	free(dir);
+	return rc;
+}
+
 /* The node has its result: the skipped children's states, the event, the end. */
 static int conclude(struct al_node_run *nr, int err)
 {
@@ -718,7 +738,8 @@ static int conclude(struct al_node_run *nr, int err)
 	int rc = 0;
 
 	for (size_t k = 0; k < n->nchildren && rc == 0; k++) {
-		if (nr->st.done[k] != 's')
+		rc = keep_child_task(nr, n->children[k]);
+		if (rc < 0 || nr->st.done[k] != 's')
 			continue;
 		struct skip_walk w = { nr, 0 };
 

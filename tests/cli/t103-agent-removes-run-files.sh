@@ -184,6 +184,22 @@ for how in "git restore --source=main --staged --worktree -- .ai-loop/runs" "rm 
 	expect_eq "$(git status --porcelain)" "" "'$how' in a child's worktree: the tree ends clean"
 done
 
+# a worktree child removes the nodes' states of the main work tree ($AILOOP_RUN_DIR),
+# then a kill: the way back the resume names works, though the parallel
+# node's task was never committed (its state's digest vouches for the one
+# its parent gives it again)
+R=$TEST_TMP/par-rundir
+par_repo "$R" '[ -e ../prd.once ] || { touch ../prd.once; rm -rf $AILOOP_RUN_DIR/nodes; kill -9 $PPID; sleep 1; }'
+cd "$R" || exit 1
+run "$AILOOP" run --quiet "in parallel"
+run "$AILOOP" resume
+expect_rc 65 "the nodes' states gone: the resume says the run's state is damaged"
+expect_in "$err" "git checkout HEAD -- .ai-loop/runs/run_" "and names the way back"
+git checkout HEAD -- "$(ls -d .ai-loop/runs/run_*)"
+run "$AILOOP" resume
+expect_rc 0 "the way back works"
+expect_eq "$(run_files "$R")" "$(run_files "$TEST_TMP/pref")" "and the run's files are all committed"
+
 # --- nested: the inner agent restores the runs from main, then a kill ----------------------
 # (restored at its first call, killed at its second: the commit between
 # holds the parent's state, put back, so the resume finds it)
