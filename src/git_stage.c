@@ -180,41 +180,40 @@ static int restore_own_file(struct al_git *g, git_index *index, const git_index_
 }
 
 /*
- * Puts back what the index tracks at `path` (a file, or everything below
- * a directory) of the run's own files; *left: whether anything else was
- * there, for the caller to stage as gone.
+ * Stages `path` as gone (a file, or a directory and everything below it),
+ * but for the run's own files (restorable()), which are put back as the
+ * index has them: removed below a directory in one go, then added again.
  */
-static int restore_own(struct al_git *g, git_index *index, const char *path, const char *own_dir,
-		       bool *left)
+static int restore_own(struct al_git *g, git_index *index, const char *path, const char *own_dir)
 {
 	const git_index_entry *e = git_index_get_bypath(index, path, 0);
 	char *dir = al_xprintf("%s/", path);
-	char **paths = NULL;
+	struct kept {
+		char *path;
+		git_oid id;
+	} *kept = NULL;
 	size_t n = 0, alloc = 0, pos;
 	int rc = 0;
 
-	*left = false;
 	if (e) {
-		if (restorable(path, own_dir))
-			rc = restore_own_file(g, index, e);
-		else
-			*left = true;
 		free(dir);
-		return rc;
+		return restorable(path, own_dir) ? restore_own_file(g, index, e)
+						 : git_index_remove_bypath(index, path);
 	}
 	if (git_index_find_prefix(&pos, index, dir) == 0)
-		for (; (e = git_index_get_byindex(index, pos)) && al_starts_with(e->path, dir); pos++) {
-			if (!restorable(e->path, own_dir)) {
-				*left = true;
-				continue;
+		for (; (e = git_index_get_byindex(index, pos)) && al_starts_with(e->path, dir); pos++)
+			if (restorable(e->path, own_dir)) {
+				AL_GROW(kept, n, alloc);
+				kept[n].path = al_strdup(e->path);
+				git_oid_cpy(&kept[n++].id, &e->id);
 			}
-			AL_GROW(paths, n, alloc);
-			paths[n++] = al_strdup(e->path);
-		}
-	for (size_t i = 0; i < n && rc == 0; i++)
-		if ((e = git_index_get_bypath(index, paths[i], 0)))
-			rc = restore_own_file(g, index, e);
-	al_strv_free(paths, n);
+	rc = git_index_remove_directory(index, path, 0);
+	for (size_t i = 0; i < n; i++) {
+		if (rc == 0 && (rc = put_back(g, &kept[i].id, kept[i].path)) == 0)
+			rc = add_own_file(g, index, kept[i].path);
+		free(kept[i].path);
+	}
+	free(kept);
 	free(dir);
 	return rc;
 }
@@ -634,10 +633,8 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 			else
 				rc = git_index_remove_bypath(index, path);
 		} else if (tampered(index, path, own_dir)) {
-			bool left;
-
 			if ((rc = clear_way(path)) == 0)
-				rc = restore_own(g, index, path, own_dir, &left);
+				rc = restore_own(g, index, path, own_dir);
 		} else if (al_starts_with(path, ".ai-loop/runs/")) {
 			rc = add_own_file(g, index, path);
 		} else if (al_ends_with(path, "/")) { /* only a repository is listed as a directory */
@@ -767,10 +764,8 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 	} else if (!strcmp(base, ".gitignore") && !ignores_only_more(g->repo, index, path)) {
 		rc = -1; /* what is ignored changed: only a full scan knows what that adds */
 	} else if (tampered(index, path, own_dir)) {
-		bool left; /* (what is not the run's below it went with it) */
-
 		if ((rc = clear_way(path)) == 0)
-			rc = restore_own(g, index, path, own_dir, &left);
+			rc = restore_own(g, index, path, own_dir);
 	} else if ((gone = lstat(path, &st) < 0) && errno != ENOENT && errno != ENOTDIR) {
 		rc = -1;
 	} else if (gone || beyond_link(path, checked) ||
@@ -779,11 +774,9 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 		 * gone, or beyond a symbolic link; or a FIFO, a socket, a
 		 * device: git records none (and a FIFO's open waits)
 		 */
-		bool left = true;
-
-		if (gone && (rc = restore_own(g, index, path, own_dir, &left)) < 0)
-			left = false;
-		if (left && (!tracked || (rc = git_index_remove_bypath(index, path)) == 0))
+		if (gone)
+			rc = restore_own(g, index, path, own_dir);
+		else if (!tracked || (rc = git_index_remove_bypath(index, path)) == 0)
 			rc = git_index_remove_directory(index, path, 0);
 	} else if (S_ISDIR(st.st_mode)) {
 		if (tracked)
