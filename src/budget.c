@@ -205,7 +205,8 @@ static void keep_clock(const struct al_exec *ex)
 	const struct al_node_run *root = ex->nframes ? ex->frames[0].nr : NULL;
 	struct al_node_state st;
 
-	if (!root || al_node_state_read(&st, root->state_path) < 0)
+	/* a parallel child's process leaves the root's state to the run's */
+	if (!root || ex->base_frame || al_node_state_read(&st, root->state_path) < 0)
 		return;
 	if (!strcmp(st.run_id, ex->run->st.run_id) && !strcmp(st.node_path, root->n->path) &&
 	    active_ms(ex) > st.elapsed_ms) {
