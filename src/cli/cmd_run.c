@@ -539,13 +539,22 @@ int cmd_run(int argc, char **argv)
 		goto done;
 	}
 	if (o.dry_run && o.json) {
-		json_t *plan = json_pack("{s:b, s:s, s:s, s:o}", "dry_run", 1, "flow", flow->file,
-					 "task", task, "root", plan_json(flow, flow->root));
-		char *text = json_dumps(plan, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		struct al_strbuf utf8 = AL_STRBUF_INIT; /* JSON holds text: a task's other bytes as U+FFFD */
+		json_t *plan;
+		char *text;
 
+		al_utf8_repair(&utf8, task, strlen(task));
+		plan = json_pack("{s:b, s:s, s:s, s:o}", "dry_run", 1, "flow", flow->file, "task",
+				 utf8.buf ? utf8.buf : "", "root", plan_json(flow, flow->root));
+		text = plan ? json_dumps(plan, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+		al_strbuf_release(&utf8);
+		json_decref(plan);
+		if (!text) {
+			code = al_cli_fail(AL_EXIT_SOFTWARE, "cannot write the plan as JSON");
+			goto done;
+		}
 		printf("%s\n", text);
 		free(text);
-		json_decref(plan);
 		goto done;
 	}
 	if (o.dry_run) {

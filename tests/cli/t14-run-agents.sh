@@ -91,6 +91,9 @@ expect_eq "$(printf '%s' "$out" | jq -r '.root.agents[1].argv | join(" ")')" \
 	"claude -p --model=opus --permission-mode acceptEdits --tools=Read,Write --allowedTools=Read,Write --no-session-persistence --output-format text < <prompt>" \
 	"the controller's command line as an array"
 [ ! -d .ai-loop/runs ] && pass || fail "dry run --json started nothing"
+run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run --dry-run --json "$(printf 'remove \377 a')"
+expect_rc 0 "dry run --json of a task with a byte that is not UTF-8"
+expect_eq "$(printf '%s' "$out" | jq -r .task)" "remove � a" "the byte is shown as U+FFFD"
 
 run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run "remove a"
 expect_rc 0 "run through the claude runner"
