@@ -181,6 +181,53 @@ static bool unlink_dir_links(const char *path)
 	return removed;
 }
 
+/* A path of a run's file, relative to the repository's root (below AL_RUNS_DIR). */
+static bool runs_path(const char *path)
+{
+	return path[0] != '/' && al_starts_with(path, AL_RUNS_DIR "/");
+}
+
+/*
+ * The first directory on the way to `path` (a run's file) that is a
+ * symbolic link, in a static buffer; NULL if none. What is below the run's
+ * directory unlink_dir_links() removes; above it (.ai-loop, .ai-loop/runs,
+ * the run's own directory, all checked when the run started) only the
+ * user can put it back.
+ */
+static const char *dir_link(const char *path)
+{
+	static char p[PATH_MAX];
+	struct stat st;
+
+	if (!runs_path(path) || strlen(path) >= sizeof(p))
+		return NULL;
+	strcpy(p, path);
+	for (char *slash = strchr(p, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode))
+			return p;
+		*slash = '/';
+	}
+	return NULL;
+}
+
+static int link_in_the_way(const char *link)
+{
+	return al_err(AL_ENOTFOUND, "'%s' is a symbolic link (an agent's?): ailoop writes a run's "
+		      "files into real directories of the repository, never through a link to "
+		      "elsewhere; put the directory back (as the last commit has it: 'rm %s && "
+		      "git checkout HEAD -- %s'), then resume the run", link, link, link);
+}
+
+/* An agent's directory where a run's file goes: removed (only ailoop writes there). */
+static void clear_dir(const char *path)
+{
+	struct stat st;
+
+	if (runs_path(path) && lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		al_remove_tree(path);
+}
+
 /*
  * open(2) of a file ailoop writes in a run's directories, which makes the
  * directory it goes in if that has gone: an agent may remove a node's
@@ -213,6 +260,11 @@ int al_write_atomic(const char *path, const void *data, size_t len)
 	int fd, rc = 0;
 
 	al_strbuf_addf(&lock, "%s.lock", path);
+	if (dir_link(path)) {
+		rc = link_in_the_way(dir_link(path));
+		goto done;
+	}
+	clear_dir(lock.buf);
 	fd = open(lock.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0 && errno == EEXIST) {
 		unlink(lock.buf); /* left by a writer that died */
@@ -230,6 +282,7 @@ int al_write_atomic(const char *path, const void *data, size_t len)
 	}
 	close(fd);
 	al_crash_point("before rename");
+	clear_dir(path);
 	if (rename(lock.buf, path) < 0) {
 		rc = al_err(AL_ERROR, "cannot rename '%s' to '%s': %s", lock.buf, path,
 			    strerror(errno));
@@ -329,7 +382,12 @@ static int cut(int fd, size_t len, const struct stat *st)
  */
 static int open_scratch(const char *lock, struct stat *st)
 {
-	int fd = open_in_dir(lock, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	int fd;
+
+	clear_dir(lock);
+	fd = open_in_dir(lock, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == ELOOP && dir_link(lock))
+		return -1;
 
 	if (fd >= 0 && fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_nlink == 1)
 		return fd;
@@ -353,7 +411,9 @@ int al_write_state(const char *path, const void *data, size_t len)
 
 	al_strbuf_addf(&lock, "%s.lock", path);
 	if ((fd = open_scratch(lock.buf, &st)) < 0) {
-		rc = al_err(AL_ERROR, "cannot write '%s': %s", lock.buf, strerror(errno));
+		rc = dir_link(lock.buf) ? link_in_the_way(dir_link(lock.buf))
+					: al_err(AL_ERROR, "cannot write '%s': %s", lock.buf,
+						 strerror(errno));
 		goto done;
 	}
 	if (al_write_all(fd, data, len) < 0 || cut(fd, len, &st) < 0) {
@@ -368,6 +428,7 @@ int al_write_state(const char *path, const void *data, size_t len)
 	 * its inode written over next time. A filesystem without the exchange
 	 * (or an X not there yet) takes the rename, which costs an inode.
 	 */
+	clear_dir(path);
 	if (renameat2(AT_FDCWD, lock.buf, AT_FDCWD, path, RENAME_EXCHANGE) < 0 &&
 	    rename(lock.buf, path) < 0) {
 		rc = al_err(AL_ERROR, "cannot rename '%s' to '%s': %s", lock.buf, path,
@@ -387,10 +448,14 @@ done:
 int al_write_in_place(const char *path, const void *data, size_t len)
 {
 	/* (an agent's FIFO there would hold a plain open until someone reads it) */
-	int fd = open_in_dir(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	int fd;
 	size_t half = len / 2;
 	struct stat st;
 
+	clear_dir(path);
+	fd = open_in_dir(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == ELOOP && dir_link(path))
+		return link_in_the_way(dir_link(path));
 	if (fd < 0 && (errno == ELOOP || errno == ENXIO))
 		return al_write_atomic(path, data, len); /* a symbolic link, a FIFO: replaced */
 	if (fd < 0)

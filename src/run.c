@@ -323,6 +323,8 @@ int al_run_lock(struct al_run *run)
 		struct timespec ms = { 0, 10000000 };
 		char *holder = lock_named(run->dir);
 
+		if (!holder && al_now_ms() < until)
+			continue; /* let go since take_lock() tried: again */
 		if (!holder || !holder_gone(holder) || al_now_ms() >= until) {
 			rc = locked("run ", run->st.run_id, holder, path.buf);
 			free(holder);
