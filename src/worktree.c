@@ -460,6 +460,65 @@ static int keeps_user_changes(git_repository *repo, git_tree *ours, git_tree *me
 	return rc;
 }
 
+/*
+ * The runs' files of the merge are ours, whatever the child's branch did
+ * to them (its agent's own commit of something in their place): the run
+ * writes its state in the main work tree, and the child's commits carry
+ * none of it (git_stage.c). Conflicts there go first, then the merged tree
+ * takes ours' directory of the runs.
+ */
+static int conflicts_out_of_runs(git_index *merged)
+{
+	git_index_conflict_iterator *it = NULL;
+	const git_index_entry *a, *o, *t;
+	char **paths = NULL;
+	size_t n = 0, alloc = 0;
+	int rc = 0;
+
+	if (git_index_conflict_iterator_new(&it, merged) < 0)
+		return -1;
+	while (git_index_conflict_next(&a, &o, &t, it) == 0) {
+		const char *path = a ? a->path : o ? o->path : t->path;
+
+		if (al_starts_with(path, AL_RUNS_DIR "/")) {
+			AL_GROW(paths, n, alloc);
+			paths[n++] = al_strdup(path);
+		}
+	}
+	git_index_conflict_iterator_free(it);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = git_index_conflict_remove(merged, paths[i]);
+	al_strv_free(paths, n);
+	return rc;
+}
+
+static int runs_ours(git_repository *repo, git_commit *ours, git_oid *tree_oid)
+{
+	git_tree *merged = NULL, *own = NULL;
+	git_tree_entry *runs = NULL;
+	git_tree_update up = { 0 };
+	int rc;
+
+	if ((rc = git_tree_lookup(&merged, repo, tree_oid)) < 0 ||
+	    (rc = git_commit_tree(&own, ours)) < 0)
+		goto done;
+	up.path = AL_RUNS_DIR;
+	if (git_tree_entry_bypath(&runs, own, AL_RUNS_DIR) == 0) {
+		up.action = GIT_TREE_UPDATE_UPSERT;
+		git_oid_cpy(&up.id, git_tree_entry_id(runs));
+		up.filemode = git_tree_entry_filemode(runs);
+	} else {
+		up.action = GIT_TREE_UPDATE_REMOVE;
+	}
+	rc = git_tree_create_updated(tree_oid, repo, merged, 1, &up);
+done:
+	git_error_clear();
+	git_tree_entry_free(runs);
+	git_tree_free(own);
+	git_tree_free(merged);
+	return rc;
+}
+
 static int merge_into(const char *branch, const char *message, const char *resolved,
 		      char **conflicts)
 {
@@ -491,7 +550,8 @@ static int merge_into(const char *branch, const char *message, const char *resol
 		rc = 0;
 		goto done;
 	}
-	if (git_merge_commits(&merged, repo, ours, theirs, NULL) < 0) {
+	if (git_merge_commits(&merged, repo, ours, theirs, NULL) < 0 ||
+	    conflicts_out_of_runs(merged) < 0) {
 		rc = fail("cannot merge");
 		goto done;
 	}
@@ -505,6 +565,7 @@ static int merge_into(const char *branch, const char *message, const char *resol
 		goto done;
 	}
 	if (git_index_write_tree_to(&tree_oid, merged, repo) < 0 ||
+	    runs_ours(repo, ours, &tree_oid) < 0 ||
 	    git_tree_lookup(&tree, repo, &tree_oid) < 0 || git_commit_tree(&ours_tree, ours) < 0) {
 		rc = fail("cannot write the merged tree");
 		goto done;

@@ -136,8 +136,9 @@ expect_eq "$("$AILOOP" status --json | jq -r '.nodes[].node_path' | tr '\n' ' ')
 # sibling's result become a directory; the agent's own node's directory
 # become a link to a directory outside the repository
 mkdir -p "$TEST_TMP/outside"
-for case in link-killed dir own-link; do
+for case in link-killed dir own-link state-dir; do
 	case $case in
+	state-dir) what='if [ $AILOOP_NODE_ID = b ]; then f=$(ls -d .ai-loop/runs/run_*)/run-state.md; rm -f $f $f.lock; mkdir -p $f/x $f.lock/y; fi' ;;
 	link-killed) what='if [ $AILOOP_NODE_ID = b ] && [ ! -e ../lk.once ]; then touch ../lk.once; rm -rf .ai-loop/runs/*/nodes/s/a; ln -s /etc/hostname .ai-loop/runs/$(ls .ai-loop/runs | grep run_)/nodes/s/a; kill -9 $PPID; sleep 1; fi' ;;
 	dir) what='if [ $AILOOP_NODE_ID = b ]; then f=$(ls -d .ai-loop/runs/run_*/nodes/s/a)/result-output.md; rm -f $f; mkdir -p $f/x; echo junk >$f/x/y; fi' ;;
 	own-link) what="if [ \$AILOOP_NODE_ID = b ]; then d=\$(ls -d .ai-loop/runs/run_*/nodes/s)/b; rm -rf \$d; ln -s $TEST_TMP/outside \$d; fi" ;;
@@ -157,6 +158,18 @@ for case in link-killed dir own-link; do
 done
 expect_eq "$(ls -A "$TEST_TMP/outside")" "" "nothing of the run was written through the link"
 
+# .ai-loop/runs itself made a link to elsewhere: the run stops at its next
+# write (66), never writing through it, and says how to put it back
+R=$TEST_TMP/runs-link
+seq_repo "$R" 'if [ $AILOOP_NODE_ID = b ]; then mv .ai-loop/runs ../runs-elsewhere; ln -s $PWD/../runs-elsewhere .ai-loop/runs; fi'
+cd "$R" || exit 1
+run "$AILOOP" run --quiet "three steps"
+expect_rc 66 "a link in place of .ai-loop/runs"
+expect_in "$err" "'.ai-loop/runs' is a symbolic link (an agent's?)" "the link is named"
+expect_in "$err" "rm .ai-loop/runs && git checkout HEAD -- .ai-loop/runs" "with the way back"
+expect_not_in "$(cat ../runs-elsewhere/run_*/run-state.md)" "status: complete" \
+	"the run's state was not written through the link"
+
 # --- a parallel child in a worktree of its own restores the runs from main ---------------
 par_repo() {
 	new_repo "$1"
@@ -171,8 +184,9 @@ par_repo "$TEST_TMP/pref" ":"
 cd "$TEST_TMP/pref" || exit 1
 run "$AILOOP" run --quiet "in parallel"
 expect_rc 0 "the parallel flow left alone"
-for how in "git restore --source=main --staged --worktree -- .ai-loop/runs" "rm -rf .ai-loop/runs"; do
-	R=$TEST_TMP/par-${how%% *}
+for how in "git restore --source=main --staged --worktree -- .ai-loop/runs" "rm -rf .ai-loop/runs" \
+	'git rm -rqf .ai-loop/runs; mkdir -p .ai-loop/runs; echo x >.ai-loop/runs/$AILOOP_RUN_ID; git add -A; git commit -qm mine'; do
+	R=$TEST_TMP/par-$(printf '%s' "$how" | cksum | cut -d' ' -f1)
 	par_repo "$R" "$how"
 	cd "$R" || exit 1
 	run "$AILOOP" run --quiet "in parallel"
