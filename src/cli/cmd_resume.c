@@ -185,8 +185,8 @@ static int checkout_for(struct al_git *git, const char *branch, const char *id,
 	const char *runs, *end;
 	int rc = al_git_checkout(git, branch, &conflict);
 
-	if (rc == 0)
-		return 0;
+	if (rc == 0 || rc == AL_ENOTFOUND) /* or checked out in another worktree: said */
+		return rc;
 	runs = conflict && al_starts_with(conflict, AL_RUNS_DIR "/") ? conflict + sizeof(AL_RUNS_DIR)
 								      : NULL;
 	if (runs && (end = strchr(runs, '/')) && strncmp(runs, id, (size_t)(end - runs)))

@@ -273,6 +273,7 @@ expect_rc 66 "resume while the run's branch is checked out elsewhere"
 expect_in "$err" "branch 'ai-loop/fix-all' is checked out in the worktree '$TEST_TMP/linked-wt'" \
 	"the worktree that has it is named"
 expect_in "$err" "git worktree remove $TEST_TMP/linked-wt" "with the ways on"
+expect_not_in "$err" "git branch -f" "and no advice meant for a branch an agent moved"
 expect_eq "$(git rev-parse --abbrev-ref HEAD)" "main" "HEAD stays where it was"
 expect_eq "$(git status --porcelain)" "$before" "and the work tree and index are untouched"
 git worktree remove "$TEST_TMP/linked-wt"
