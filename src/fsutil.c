@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/openat2.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -157,9 +158,15 @@ static int open_no_links(const char *path, int flags, mode_t mode)
 	return open(path, flags, mode);
 }
 
+/* A path of a run's file, relative to the repository's root (below AL_RUNS_DIR). */
+static bool runs_path(const char *path)
+{
+	return path[0] != '/' && al_starts_with(path, AL_RUNS_DIR "/");
+}
+
 /*
  * Removes the symbolic links among the directories on the way to `path`
- * (relative, below AL_RUNS_DIR, where ailoop keeps only real directories):
+ * (relative, below a run's directory, where ailoop keeps only real ones):
  * an agent's, through which the run's files would be written wherever
  * they point. Whether there was one.
  */
@@ -169,9 +176,10 @@ static bool unlink_dir_links(const char *path)
 	bool removed = false;
 	struct stat st;
 
-	if (path[0] != '/' && al_starts_with(path, AL_RUNS_DIR "/"))
-		for (char *slash = strchr(p + sizeof(AL_RUNS_DIR), '/'); slash;
-		     slash = strchr(slash + 1, '/')) {
+	char *run_end = runs_path(path) ? strchr(p + sizeof(AL_RUNS_DIR), '/') : NULL;
+
+	if (run_end) /* the directories below the run's own */
+		for (char *slash = strchr(run_end + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
 			*slash = '\0';
 			if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode) && unlink(p) == 0)
 				removed = true;
@@ -179,12 +187,6 @@ static bool unlink_dir_links(const char *path)
 		}
 	free(p);
 	return removed;
-}
-
-/* A path of a run's file, relative to the repository's root (below AL_RUNS_DIR). */
-static bool runs_path(const char *path)
-{
-	return path[0] != '/' && al_starts_with(path, AL_RUNS_DIR "/");
 }
 
 /*

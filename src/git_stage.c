@@ -121,7 +121,9 @@ static int clear_way(const char *path)
 	struct stat st;
 	int rc = 0;
 
-	for (char *slash = strchr(p + sizeof(AL_RUNS_DIR), '/'); slash && rc == 0;
+	char *run_end = strchr(p + sizeof(AL_RUNS_DIR), '/'); /* below the run's own directory */
+
+	for (char *slash = run_end ? strchr(run_end + 1, '/') : NULL; slash && rc == 0;
 	     slash = strchr(slash + 1, '/')) {
 		*slash = '\0';
 		if (lstat(p, &st) == 0 && !S_ISDIR(st.st_mode) && unlink(p) < 0)
