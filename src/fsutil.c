@@ -164,24 +164,17 @@ static bool runs_path(const char *path)
 	return path[0] != '/' && al_starts_with(path, AL_RUNS_DIR "/");
 }
 
-/*
- * Removes the symbolic links among the directories on the way to `path`
- * (relative, below a run's directory, where ailoop keeps only real ones):
- * an agent's, through which the run's files would be written wherever
- * they point. Whether there was one.
- */
-static bool unlink_dir_links(const char *path)
+bool al_clear_way(const char *path)
 {
 	char *p = al_strdup(path);
+	char *run_end = runs_path(path) ? strchr(p + sizeof(AL_RUNS_DIR), '/') : NULL;
 	bool removed = false;
 	struct stat st;
-
-	char *run_end = runs_path(path) ? strchr(p + sizeof(AL_RUNS_DIR), '/') : NULL;
 
 	if (run_end) /* the directories below the run's own */
 		for (char *slash = strchr(run_end + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
 			*slash = '\0';
-			if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode) && unlink(p) == 0)
+			if (lstat(p, &st) == 0 && !S_ISDIR(st.st_mode) && unlink(p) == 0)
 				removed = true;
 			*slash = '/';
 		}
@@ -192,7 +185,7 @@ static bool unlink_dir_links(const char *path)
 /*
  * The first directory on the way to `path` (a run's file) that is a
  * symbolic link, in a static buffer; NULL if none. What is below the run's
- * directory unlink_dir_links() removes; above it (.ai-loop, .ai-loop/runs,
+ * directory al_clear_way() removes; above it (.ai-loop, .ai-loop/runs,
  * the run's own directory, all checked when the run started) only the
  * user can put it back.
  */
@@ -201,9 +194,8 @@ static const char *dir_link(const char *path)
 	static char p[PATH_MAX];
 	struct stat st;
 
-	if (!runs_path(path) || strlen(path) >= sizeof(p))
+	if (!runs_path(path) || (size_t)snprintf(p, sizeof(p), "%s", path) >= sizeof(p))
 		return NULL;
-	strcpy(p, path);
 	for (char *slash = strchr(p, '/'); slash; slash = strchr(slash + 1, '/')) {
 		*slash = '\0';
 		if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode))
@@ -243,8 +235,12 @@ static int open_in_dir(const char *path, int flags, mode_t mode)
 	const char *slash;
 	char *dir;
 
-	if (fd < 0 && errno == ELOOP && unlink_dir_links(path))
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && al_clear_way(path))
 		fd = open_no_links(path, flags, mode);
+	if (fd < 0 && errno == EISDIR && runs_path(path)) { /* an agent's directory there */
+		clear_dir(path);
+		fd = open_no_links(path, flags, mode);
+	}
 	if (fd >= 0 || errno != ENOENT || !(slash = strrchr(path, '/')) || slash == path)
 		return fd;
 	dir = al_strndup(path, (size_t)(slash - path));
@@ -384,13 +380,10 @@ static int cut(int fd, size_t len, const struct stat *st)
  */
 static int open_scratch(const char *lock, struct stat *st)
 {
-	int fd;
+	int fd = open_in_dir(lock, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 
-	clear_dir(lock);
-	fd = open_in_dir(lock, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 	if (fd < 0 && errno == ELOOP && dir_link(lock))
 		return -1;
-
 	if (fd >= 0 && fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_nlink == 1)
 		return fd;
 	if (fd >= 0)
@@ -454,7 +447,6 @@ int al_write_in_place(const char *path, const void *data, size_t len)
 	size_t half = len / 2;
 	struct stat st;
 
-	clear_dir(path);
 	fd = open_in_dir(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 	if (fd < 0 && errno == ELOOP && dir_link(path))
 		return link_in_the_way(dir_link(path));

@@ -115,6 +115,28 @@ bool al_git_unrecorded(const char *path);
 bool al_git_sparse(git_index *index, const char *path);
 
 /*
+ * A file of the run's own, at `path`, staged as the index entry of what
+ * it holds now (ailoop's files are staged directly, git_stage.c).
+ */
+int al_git_add_own_file(struct al_git *g, git_index *index, const char *path);
+/*
+ * The run's own files an agent removed or replaced (git_own.c), in the
+ * run's directory `own_dir`: al_git_own_gone() stages `path` (a file, or a
+ * directory and all below it) as gone, but for the run's own files, put
+ * back as the index has them; al_git_own_tampered() tells a link, or a
+ * directory where the index has a file, that al_git_own_replaced() clears
+ * away first; al_git_own_from_head() puts back, before a full scan, what
+ * HEAD has and the work tree lost; al_git_runs_as_head() keeps a worktree
+ * child's index of the runs as HEAD has it.
+ */
+int al_git_own_gone(struct al_git *g, git_index *index, const char *path, const char *own_dir);
+bool al_git_own_tampered(git_index *index, const char *path, const char *own_dir);
+int al_git_own_replaced(struct al_git *g, git_index *index, const char *path,
+			const char *own_dir);
+int al_git_own_from_head(struct al_git *g, const char *own_dir);
+int al_git_runs_as_head(struct al_git *g);
+
+/*
  * Stages the work tree into `index` (own_dir: the run's directory, its
  * files staged directly; head_ours: HEAD is where this process's last
  * commit left it) and writes the index.

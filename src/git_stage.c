@@ -56,7 +56,7 @@ static int write_blob(struct al_git *g, git_oid *id, const char *buf, size_t len
  */
 #define OWN_FILE_MAX ((size_t)4 << 20)
 
-static int add_own_file(struct al_git *g, git_index *index, const char *path)
+int al_git_add_own_file(struct al_git *g, git_index *index, const char *path)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	git_index_entry e;
@@ -91,202 +91,6 @@ static int add_own_file(struct al_git *g, git_index *index, const char *path)
 		al_rewritten_forget(&st); /* staged: the index holds what it holds */
 	al_strbuf_release(&sb);
 	return rc;
-}
-
-/*
- * A file of the run's own (under `own_dir`, or the runs' .gitignore) that
- * the index tracks and the work tree lost: an agent removed it (a node's
- * directory, `git restore --source=main .`), unless noted to be taken as
- * it is (al_as_is_note(): ailoop's own removal, an agent's output as its
- * call left it). Such a file is put back as
- * the index has it, not committed as gone: a node's task, a finished
- * node's result and state are written once, and a resume needs them.
- */
-static bool restorable(const char *path, const char *own_dir)
-{
-	return ((own_dir && al_git_below(path, own_dir)) || !strcmp(path, AL_RUNS_DIR "/.gitignore")) &&
-	       !al_git_unrecorded(path) && !al_as_is_noted(path);
-}
-
-/*
- * Clears the way to `path`, a file of the run's own, below AL_RUNS_DIR:
- * ailoop keeps only plain files and directories there, so a symbolic link
- * or a file where a directory goes, or a directory where `path` goes, is
- * an agent's, and goes (through a link, the run's files would be written
- * wherever it points).
- */
-static int clear_way(const char *path)
-{
-	char *p = al_strdup(path);
-	struct stat st;
-	int rc = 0;
-
-	char *run_end = strchr(p + sizeof(AL_RUNS_DIR), '/'); /* below the run's own directory */
-
-	for (char *slash = run_end ? strchr(run_end + 1, '/') : NULL; slash && rc == 0;
-	     slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		if (lstat(p, &st) == 0 && !S_ISDIR(st.st_mode) && unlink(p) < 0)
-			rc = al_err(AL_ERROR, "cannot remove '%s': %s", p, strerror(errno));
-		*slash = '/';
-	}
-	if (rc == 0 && lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-		rc = al_remove_tree(p);
-	else if (rc == 0 && lstat(p, &st) == 0 && !S_ISREG(st.st_mode) && unlink(p) < 0)
-		rc = al_err(AL_ERROR, "cannot remove '%s': %s", p, strerror(errno));
-	free(p);
-	return rc;
-}
-
-/* Writes blob `id` to `path`, as the run's files are written (the directory made if gone). */
-static int put_back(struct al_git *g, const git_oid *id, const char *path)
-{
-	git_blob *blob = NULL;
-	int rc = git_blob_lookup(&blob, g->repo, id);
-
-	if (rc == 0 && (rc = clear_way(path)) == 0)
-		rc = al_write_in_place(path, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
-	git_blob_free(blob);
-	return rc;
-}
-
-/*
- * Whether `path`, below the run's directory, is what no run file is: a
- * symbolic link or something else not plain (ailoop writes none there), or
- * a directory where the index has a file. restore_own() then puts the
- * run's files back in its place.
- */
-static bool tampered(git_index *index, const char *path, const char *own_dir)
-{
-	struct stat st;
-
-	if (!own_dir || !al_git_below(path, own_dir) || !strcmp(path, own_dir) ||
-	    al_as_is_noted(path) || lstat(path, &st) < 0)
-		return false;
-	if (S_ISDIR(st.st_mode))
-		return git_index_get_bypath(index, path, 0) != NULL;
-	return !S_ISREG(st.st_mode);
-}
-
-static int restore_own_file(struct al_git *g, git_index *index, const git_index_entry *e)
-{
-	char *path = al_strdup(e->path); /* the entry goes as the index changes */
-	int rc = put_back(g, &e->id, path);
-
-	if (rc == 0) /* and what an agent's directory in its place added below it */
-		rc = git_index_remove_directory(index, path, 0);
-	if (rc == 0)
-		rc = add_own_file(g, index, path);
-	free(path);
-	return rc;
-}
-
-/*
- * Stages `path` as gone (a file, or a directory and everything below it),
- * but for the run's own files (restorable()), which are put back as the
- * index has them: removed below a directory in one go, then added again.
- */
-static int restore_own(struct al_git *g, git_index *index, const char *path, const char *own_dir)
-{
-	const git_index_entry *e = git_index_get_bypath(index, path, 0);
-	char *dir = al_xprintf("%s/", path);
-	struct kept {
-		char *path;
-		git_oid id;
-	} *kept = NULL;
-	size_t n = 0, alloc = 0, pos;
-	int rc = 0;
-
-	if (e) {
-		free(dir);
-		return restorable(path, own_dir) ? restore_own_file(g, index, e)
-						 : git_index_remove_bypath(index, path);
-	}
-	if (git_index_find_prefix(&pos, index, dir) == 0)
-		for (; (e = git_index_get_byindex(index, pos)) && al_starts_with(e->path, dir); pos++)
-			if (restorable(e->path, own_dir)) {
-				AL_GROW(kept, n, alloc);
-				kept[n].path = al_strdup(e->path);
-				git_oid_cpy(&kept[n++].id, &e->id);
-			}
-	rc = git_index_remove_directory(index, path, 0);
-	for (size_t i = 0; i < n; i++) {
-		if (rc == 0 && (rc = put_back(g, &kept[i].id, kept[i].path)) == 0)
-			rc = add_own_file(g, index, kept[i].path);
-		free(kept[i].path);
-	}
-	free(kept);
-	free(dir);
-	return rc;
-}
-
-/* A walk of HEAD's tree of the run's directory (restore_own_from_head). */
-struct restore_walk {
-	struct al_git *g;
-	const char *own_dir;
-	int rc;
-};
-
-/* Puts back one file of the run's own that HEAD has and the work tree lost. */
-static int restore_from_tree(const char *root, const git_tree_entry *te, void *data)
-{
-	struct restore_walk *w = data;
-	char *path = al_xprintf("%s/%s%s", w->own_dir, root, git_tree_entry_name(te));
-	struct stat st;
-
-	if (git_tree_entry_type(te) == GIT_OBJECT_BLOB && lstat(path, &st) < 0 &&
-	    (errno == ENOENT || errno == ENOTDIR) && restorable(path, w->own_dir))
-		w->rc = put_back(w->g, git_tree_entry_id(te), path);
-	free(path);
-	return w->rc < 0 ? -1 : 0;
-}
-
-/*
- * Before a full scan: the files of the run's own that HEAD has and the
- * work tree lost are put back (restorable()). The index cannot tell them
- * where an agent changed it too (`git restore --staged`, `git rm
- * --cached`); HEAD is the run's last commit (al_git_check_head).
- */
-static int restore_own_from_head(struct al_git *g, const char *own_dir)
-{
-	struct restore_walk w = { g, own_dir, 0 };
-	git_object *tree = NULL, *ignore = NULL;
-	char *spec = al_xprintf("HEAD:%s", own_dir);
-
-	if (git_revparse_single(&tree, g->repo, spec) == 0 &&
-	    git_object_type(tree) == GIT_OBJECT_TREE &&
-	    git_tree_walk((git_tree *)tree, GIT_TREEWALK_PRE, restore_from_tree, &w) < 0 &&
-	    w.rc == 0)
-		w.rc = -1;
-	if (w.rc == 0 && !al_file_exists(AL_RUNS_DIR "/.gitignore") &&
-	    git_revparse_single(&ignore, g->repo, "HEAD:" AL_RUNS_DIR "/.gitignore") == 0 &&
-	    git_object_type(ignore) == GIT_OBJECT_BLOB)
-		w.rc = put_back(g, git_object_id(ignore), AL_RUNS_DIR "/.gitignore");
-	git_object_free(ignore);
-	git_object_free(tree);
-	free(spec);
-	git_error_clear();
-	return w.rc;
-}
-
-/*
- * A parallel child in a worktree of its own: the runs' entries of the
- * index are HEAD's again, whatever an agent did to them there (`git
- * restore --staged`, `git rm --cached`): its commits leave the runs' files
- * as they were (another_runs()), and its merge takes nothing of them back.
- */
-static int runs_as_head(struct al_git *g)
-{
-	char *paths[] = { AL_RUNS_DIR };
-	git_strarray spec = { paths, 1 };
-	git_object *head = NULL;
-	int rc = 0;
-
-	if (git_revparse_single(&head, g->repo, "HEAD") == 0)
-		rc = git_reset_default(g->repo, head, &spec);
-	git_object_free(head);
-	return rc < 0 ? al_git_fail("cannot keep the runs' files in the index as HEAD has them")
-		      : 0;
 }
 
 /* Whether the work tree file may differ from its index entry. */
@@ -355,7 +159,7 @@ static int stage_own_files(struct al_git *g, git_index *index, const char *dir)
 				rc = stage_own_files(g, index, path.buf);
 			else if (S_ISREG(st.st_mode) && !al_git_unrecorded(path.buf) &&
 				 stat_differs(git_index_get_bypath(index, path.buf, 0), &st))
-				rc = add_own_file(g, index, path.buf);
+				rc = al_git_add_own_file(g, index, path.buf);
 		}
 		al_strbuf_release(&path);
 	}
@@ -600,9 +404,9 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 	git_status_list *list = NULL;
 	int rc = 0;
 
-	if (!own_dir && (rc = runs_as_head(g)) < 0)
+	if (!own_dir && (rc = al_git_runs_as_head(g)) < 0)
 		return rc;
-	if (own_dir && ((rc = restore_own_from_head(g, own_dir)) < 0 ||
+	if (own_dir && ((rc = al_git_own_from_head(g, own_dir)) < 0 ||
 			(rc = stage_own_files(g, index, own_dir)) < 0 ||
 			(rc = index_write(index)) < 0))
 		return rc;
@@ -627,23 +431,16 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 		    al_git_sparse(index, path))
 			continue;
 		++*staged;
-		if (e->status & GIT_STATUS_WT_DELETED) {
-			const git_index_entry *tracked = git_index_get_bypath(index, path, 0);
-
-			if (tracked && restorable(path, own_dir))
-				rc = restore_own_file(g, index, tracked);
-			else
-				rc = git_index_remove_bypath(index, path);
-		} else if (tampered(index, path, own_dir)) {
-			if ((rc = clear_way(path)) == 0)
-				rc = restore_own(g, index, path, own_dir);
-		} else if (al_starts_with(path, ".ai-loop/runs/")) {
-			rc = add_own_file(g, index, path);
-		} else if (al_ends_with(path, "/")) { /* only a repository is listed as a directory */
+		if (e->status & GIT_STATUS_WT_DELETED)
+			rc = al_git_own_gone(g, index, path, own_dir);
+		else if (al_git_own_tampered(index, path, own_dir))
+			rc = al_git_own_replaced(g, index, path, own_dir);
+		else if (al_starts_with(path, ".ai-loop/runs/"))
+			rc = al_git_add_own_file(g, index, path);
+		else if (al_ends_with(path, "/")) /* only a repository is listed as a directory */
 			rc = add_nested_repo(g, index, path);
-		} else {
+		else
 			rc = git_index_add_bypath(index, path);
-		}
 	}
 	git_status_list_free(list);
 	return rc < 0 ? rc : stage_gitlinks(g, index, staged);
@@ -765,9 +562,8 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 		 */
 	} else if (!strcmp(base, ".gitignore") && !ignores_only_more(g->repo, index, path)) {
 		rc = -1; /* what is ignored changed: only a full scan knows what that adds */
-	} else if (tampered(index, path, own_dir)) {
-		if ((rc = clear_way(path)) == 0)
-			rc = restore_own(g, index, path, own_dir);
+	} else if (al_git_own_tampered(index, path, own_dir)) {
+		rc = al_git_own_replaced(g, index, path, own_dir);
 	} else if ((gone = lstat(path, &st) < 0) && errno != ENOENT && errno != ENOTDIR) {
 		rc = -1;
 	} else if (gone || beyond_link(path, checked) ||
@@ -777,7 +573,7 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 		 * device: git records none (and a FIFO's open waits)
 		 */
 		if (gone)
-			rc = restore_own(g, index, path, own_dir);
+			rc = al_git_own_gone(g, index, path, own_dir);
 		else if (!tracked || (rc = git_index_remove_bypath(index, path)) == 0)
 			rc = git_index_remove_directory(index, path, 0);
 	} else if (S_ISDIR(st.st_mode)) {
@@ -796,7 +592,7 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 			else if (!al_starts_with(path, ".ai-loop/runs/"))
 				rc = git_index_add_bypath(index, path);
 			else if (stat_differs(git_index_get_bypath(index, path, 0), &st))
-				rc = add_own_file(g, index, path);
+				rc = al_git_add_own_file(g, index, path);
 		}
 	}
 	free(dir);

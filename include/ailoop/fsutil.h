@@ -26,6 +26,14 @@ int al_write_atomic(const char *path, const void *data, size_t len);
  */
 int al_write_in_place(const char *path, const void *data, size_t len);
 /*
+ * Removes what stands where a directory goes on the way to `path`, a run's
+ * file given relative to the repository's root: below the run's own
+ * directory ailoop keeps only real directories, so a symbolic link or a
+ * file there is an agent's (through a link, the run's files would be
+ * written wherever it points). Whether anything went.
+ */
+bool al_clear_way(const char *path);
+/*
  * A state file of a run (run-state.md, a node's orchestrator-output.md,
  * result-output.md, task.md), as al_write_atomic() writes it, but the new
  * text goes over the scratch file X.lock, which then trades names with X
@@ -52,7 +60,7 @@ void al_rewritten_clear(void);
  * itself removed (a node's state a feedback edge makes run again), or an
  * agent's output as its call left it. Any other file of a run's own that
  * goes, or is replaced, is an agent's doing, and staging puts it back
- * (git_stage.c).
+ * (git_own.c).
  */
 void al_as_is_note(const char *path);
 bool al_as_is_noted(const char *path);
