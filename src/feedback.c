@@ -500,7 +500,7 @@ static void forget_state(struct al_node *n, void *data)
 	char *dir = al_run_node_dir(f->run, n->path);
 	char *path = al_xprintf("%s/orchestrator-output.md", dir);
 
-	al_as_is_note(path); /* committed as gone, not put back (git_stage.c) */
+	al_as_is_note(path); /* committed as gone, not put back (git_own.c) */
 	if (unlink(path) < 0 && errno != ENOENT && f->rc == 0)
 		f->rc = al_err(AL_ERROR, "cannot remove '%s': %s", path, strerror(errno));
 	free(path);
