@@ -552,6 +552,7 @@ void al_exec_watch_policy(struct al_exec *ex)
 	al_flow_walk(ex->flow->root, find_slurm, &slurm);
 	if (slurm)
 		al_git_watch_off(ex->git);
+	al_git_stage_ahead(ex->git);
 }
 
 int al_exec_run(struct al_exec *ex, struct al_result *res)

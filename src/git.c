@@ -146,6 +146,7 @@ void al_git_free(struct al_git *g)
 	al_strv_free(g->skipped, g->nskipped);
 	al_watch_free(g->watch);
 	al_git_staged_drop(g);
+	al_git_prestage_free(g);
 	for (size_t i = 0; i < AL_ARRAY_SIZE(g->outside); i++)
 		free(g->outside[i].path);
 	git_repository_free(g->repo);

@@ -34,7 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define FILTER_NAME "ailoop-driver"
+#define FILTER_NAME AL_GIT_DRIVER_FILTER
 
 extern char **environ;
 

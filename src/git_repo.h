@@ -70,6 +70,11 @@ struct al_git {
 	bool pending; /* the mark before the run's first commit here (al_git_mark_pending) */
 	size_t mark_len;   /* the mark's own lines, before its intents' slots */
 	unsigned long intents; /* the commits intended under this mark */
+	/* staging ahead while agents run (git_prestage.c) */
+	struct al_prestaged *pre; /* what was kept, sorted once settled */
+	size_t npre, pre_alloc;
+	char **todo; /* the paths the last peek returned, to hash */
+	size_t ntodo, todo_next;
 	/* al_git_code_id() of a commit, kept: asked at each step */
 	git_oid code_commit;
 	char code_hex[65];
@@ -119,6 +124,25 @@ bool al_git_sparse(git_index *index, const char *path);
  * it holds now (ailoop's files are staged directly, git_stage.c).
  */
 int al_git_add_own_file(struct al_git *g, git_index *index, const char *path);
+/* The blob of `len` bytes at `buf`, written only if the store lacks it (git_stage.c). */
+int al_git_write_blob(struct al_git *g, git_oid *id, const char *buf, size_t len);
+
+/* The filter that runs the repository's filter drivers' commands (git_filter.c). */
+#define AL_GIT_DRIVER_FILTER "ailoop-driver"
+
+/*
+ * Staging ahead (git_prestage.c). al_git_prestage_step() is the idle work
+ * of the waits for agents (al_proc_set_idle): one file's blob at a time.
+ * A commit's staging takes the watch's paths with those reported since
+ * the last peek (`late`), settles what was kept with them, asks
+ * al_git_prestaged() for the blob of a file whose stat data is `st`, and
+ * drops the rest once staged.
+ */
+bool al_git_prestage_step(struct al_git *g, bool fresh);
+void al_git_prestage_settle(struct al_git *g, char **late, size_t nlate);
+bool al_git_prestaged(struct al_git *g, const char *path, const struct stat *st, git_oid *id);
+void al_git_prestage_drop(struct al_git *g);
+void al_git_prestage_free(struct al_git *g);
 /*
  * The run's own files an agent removed or replaced (git_own.c), in the
  * run's directory `own_dir`: al_git_own_gone() stages `path` (a file, or a

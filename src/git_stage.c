@@ -32,7 +32,7 @@
  * One it lacks is written through the loose objects at once, without the
  * two look-ups libgit2 makes of every object it writes.
  */
-static int write_blob(struct al_git *g, git_oid *id, const char *buf, size_t len)
+int al_git_write_blob(struct al_git *g, git_oid *id, const char *buf, size_t len)
 {
 	git_odb *odb = NULL;
 	int rc, there;
@@ -56,41 +56,73 @@ static int write_blob(struct al_git *g, git_oid *id, const char *buf, size_t len
  */
 #define OWN_FILE_MAX ((size_t)4 << 20)
 
+/* The index entry of a plain file with stat data `st`, its blob's id left to the caller. */
+static void entry_of(git_index_entry *e, const char *path, const struct stat *st)
+{
+	memset(e, 0, sizeof(*e));
+	e->path = path;
+	e->mode = st->st_mode & S_IXUSR ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+	e->file_size = (uint32_t)st->st_size;
+	e->mtime.seconds = (int32_t)st->st_mtim.tv_sec;
+	e->mtime.nanoseconds = (uint32_t)st->st_mtim.tv_nsec;
+	e->ctime.seconds = (int32_t)st->st_ctim.tv_sec;
+	e->ctime.nanoseconds = (uint32_t)st->st_ctim.tv_nsec;
+	e->dev = (uint32_t)st->st_dev;
+	e->ino = (uint32_t)st->st_ino;
+	e->uid = st->st_uid;
+	e->gid = st->st_gid;
+}
+
 int al_git_add_own_file(struct al_git *g, git_index *index, const char *path)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	git_index_entry e;
 	struct stat st;
-	int rc;
+	int rc = 0;
 
 	/*
 	 * one ailoop did not write (an agent's output of any size) goes
 	 * through libgit2, which streams a file too large to hold whole
 	 */
-	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > OWN_FILE_MAX ||
-	    al_strbuf_read_file(&sb, path, OWN_FILE_MAX) < 0) {
-		al_strbuf_release(&sb);
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > OWN_FILE_MAX)
 		return git_index_add_bypath(index, path); /* let libgit2 say what it is */
+	entry_of(&e, path, &st);
+	if (al_git_prestaged(g, path, &st, &e.id)) {
+		al_git_trace("staged ahead", path);
+	} else if (al_strbuf_read_file(&sb, path, OWN_FILE_MAX) < 0) {
+		al_strbuf_release(&sb);
+		return git_index_add_bypath(index, path);
+	} else {
+		rc = al_git_write_blob(g, &e.id, sb.buf, sb.len);
 	}
-	memset(&e, 0, sizeof(e));
-	e.path = path;
-	e.mode = st.st_mode & S_IXUSR ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
-	e.file_size = (uint32_t)st.st_size;
-	e.mtime.seconds = (int32_t)st.st_mtim.tv_sec;
-	e.mtime.nanoseconds = (uint32_t)st.st_mtim.tv_nsec;
-	e.ctime.seconds = (int32_t)st.st_ctim.tv_sec;
-	e.ctime.nanoseconds = (uint32_t)st.st_ctim.tv_nsec;
-	e.dev = (uint32_t)st.st_dev;
-	e.ino = (uint32_t)st.st_ino;
-	e.uid = st.st_uid;
-	e.gid = st.st_gid;
-	rc = write_blob(g, &e.id, sb.buf, sb.len);
 	if (rc == 0)
 		rc = git_index_add(index, &e);
 	if (rc == 0)
 		al_rewritten_forget(&st); /* staged: the index holds what it holds */
 	al_strbuf_release(&sb);
 	return rc;
+}
+
+/*
+ * A file of the work tree outside the runs: as staged ahead while the
+ * agents ran, where the index takes an entry as the stat data gives it
+ * (no case folding, modes to be trusted, no conflict to resolve); else
+ * through libgit2, as `git add` would.
+ */
+static int add_file(struct al_git *g, git_index *index, const char *path, const struct stat *st)
+{
+	git_index_entry e;
+
+	if (!S_ISREG(st->st_mode) ||
+	    (git_index_caps(index) &
+	     (GIT_INDEX_CAPABILITY_IGNORE_CASE | GIT_INDEX_CAPABILITY_NO_FILEMODE)) ||
+	    git_index_has_conflicts(index))
+		return git_index_add_bypath(index, path);
+	entry_of(&e, path, st);
+	if (!al_git_prestaged(g, path, st, &e.id))
+		return git_index_add_bypath(index, path);
+	al_git_trace("staged ahead", path);
+	return git_index_add(index, &e);
 }
 
 /* Whether the work tree file may differ from its index entry. */
@@ -590,7 +622,7 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 			if (S_ISREG(st.st_mode) && st.st_nlink > 1 && !own)
 				rc = -1; /* a hard link: a write through its other name went unseen */
 			else if (!al_starts_with(path, ".ai-loop/runs/"))
-				rc = git_index_add_bypath(index, path);
+				rc = add_file(g, index, path, &st);
 			else if (stat_differs(git_index_get_bypath(index, path, 0), &st))
 				rc = al_git_add_own_file(g, index, path);
 		}
@@ -852,6 +884,7 @@ static bool outside_changed(struct al_git *g, git_index *index)
 /* A new watch (any old one dropped), or full scans from now on if none can start. */
 static void watch_start(struct al_git *g)
 {
+	al_git_prestage_drop(g); /* kept against the old watch's events */
 	al_watch_free(g->watch);
 	if (!(g->watch = al_watch_start(watch_kind, g)))
 		g->watch_off = true; /* no inotify, or its limit reached: full scans */
@@ -873,19 +906,25 @@ static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, ch
 			  size_t *n, bool *kept)
 {
 	bool trusted, excluded = outside_changed(g, index);
+	char **late;
+	size_t nlate;
 
 	*paths = NULL;
 	*n = 0;
 	*kept = false;
-	if (g->watch_off)
+	if (g->watch_off) {
+		al_git_prestage_drop(g);
 		return false;
+	}
 	if (g->watch && g->watch_pid != getpid()) { /* a forked child: its parent's watch */
 		al_watch_free(g->watch);
 		g->watch = NULL;
 	}
-	if (g->watch && al_watch_take(g->watch, paths, n) == 0) {
+	if (g->watch && al_watch_take(g->watch, paths, n, &late, &nlate) == 0) {
 		trusted = head_ours && !excluded &&
 			  (index_ours(g, index) || (*kept = index_same(g, index)));
+		al_git_prestage_settle(g, late, nlate);
+		al_strv_free(late, nlate);
 		if (trusted)
 			return true;
 		al_strv_free(*paths, *n); /* the full scan sees it all */
@@ -895,11 +934,13 @@ static bool watch_changes(struct al_git *g, git_index *index, bool head_ours, ch
 		al_watch_free(g->watch);
 		g->watch = NULL;
 	}
+	al_git_prestage_drop(g); /* the full scan stages every file itself */
 	return false;
 }
 
 void al_git_watch_off(struct al_git *g)
 {
+	al_git_prestage_drop(g);
 	al_watch_free(g->watch);
 	g->watch = NULL;
 	g->watch_off = true;
@@ -963,6 +1004,7 @@ int al_git_stage_all(struct al_git *g, git_index *index, const char *own_dir, bo
 		} else {
 			al_strv_free(paths, n);
 		}
+		al_git_prestage_drop(g); /* staged, or left to the scan */
 		if (rc == 0) {
 			index_left(g, index);
 			al_rewritten_clear();

@@ -491,6 +491,18 @@ static int64_t next_wakeup(const struct child *cs, size_t n, int64_t now)
 	return wake;
 }
 
+/* al_proc_set_idle(): the work, and whether some is left in this batch */
+static bool (*idle_work)(void *arg, bool fresh);
+static void *idle_arg;
+static bool idle_left, idle_fresh;
+
+void al_proc_set_idle(bool (*work)(void *arg, bool fresh), void *arg)
+{
+	idle_work = work;
+	idle_arg = arg;
+	idle_left = false;
+}
+
 /* One round of the loop: wait for something, then react to it. */
 static void step(struct child *cs, size_t n, int *signals_seen)
 {
@@ -499,7 +511,7 @@ static void step(struct child *cs, size_t n, int *signals_seen)
 	int kind[4 * n + 1];
 	int64_t now = al_now_ms(), wake;
 	size_t m = 0;
-	int timeout;
+	int timeout, ready;
 
 	for (size_t i = 0; i < n; i++) {
 		struct child *c = &cs[i];
@@ -524,8 +536,14 @@ static void step(struct child *cs, size_t n, int *signals_seen)
 	}
 	wake = next_wakeup(cs, n, now);
 	timeout = wake > now ? (int)(wake - now) : 0;
-	if (poll(fds, m, timeout) < 0 && errno != EINTR)
+	ready = poll(fds, m, idle_left ? 0 : timeout);
+	if (ready < 0 && errno != EINTR)
 		return;
+	if (ready == 0 && idle_left) { /* nothing to answer: a piece of the idle work */
+		idle_left = idle_work(idle_arg, idle_fresh);
+		idle_fresh = false;
+		return;
+	}
 	now = al_now_ms();
 	for (size_t i = 0; i < m; i++) {
 		struct child *c = owner[i];
@@ -745,6 +763,8 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 	if (n && specs[0].record)
 		record(specs[0].record, cs, n);
 	al_close_deferred(); /* while they work */
+	idle_left = rc == 0 && n && idle_work;
+	idle_fresh = true;
 	if (rc == 0 && n) { /* a crash while agents are at work */
 		char point[300];
 
@@ -773,6 +793,7 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 			strays_done = true;
 		}
 	}
+	idle_left = false;
 	if (n && specs[0].record)
 		record(specs[0].record, cs, 0); /* all reaped: the key alone */
 	free(cs);

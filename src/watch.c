@@ -30,8 +30,9 @@ struct al_watch {
 	size_t ndirs;
 	char **skipped;        /* the directories `kind` left out, as they were then */
 	size_t nskipped, skipped_alloc;
-	char **changed;        /* since the last take */
+	char **changed;        /* since the last take, as reported */
 	size_t nchanged, changed_alloc;
+	size_t peeked;         /* how many of them the last peek returned */
 	size_t events, max_events; /* max_events 0: no limit */
 	size_t watches, max_watches; /* max_watches 0: the kernel's limit only */
 	al_watch_kind_fn kind;
@@ -267,14 +268,12 @@ bool al_watch_skips_hold(struct al_watch *w)
 	return true;
 }
 
-int al_watch_take(struct al_watch *w, char ***paths, size_t *n)
+/* Reads the events queued so far into w->changed; -1 if the watch is not trusted. */
+static int drain(struct al_watch *w)
 {
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
-	size_t kept = 0;
 	ssize_t len;
 
-	*paths = NULL;
-	*n = 0;
 	while (!w->broken && (len = read(w->fd, buf, sizeof(buf))) != 0) {
 		if (len < 0) {
 			if (errno == EINTR)
@@ -292,20 +291,63 @@ int al_watch_take(struct al_watch *w, char ***paths, size_t *n)
 			p += sizeof(*ev) + ev->len;
 		}
 	}
-	if (w->broken)
+	return w->broken ? -1 : 0;
+}
+
+/* v sorted, each once: the duplicates freed. Returns how many are left. */
+static size_t sort_unique(char **v, size_t n)
+{
+	size_t kept = 0;
+
+	al_strv_sort(v, n);
+	for (size_t i = 0; i < n; i++) {
+		if (kept && !strcmp(v[kept - 1], v[i]))
+			free(v[i]);
+		else
+			v[kept++] = v[i];
+	}
+	return kept;
+}
+
+/* A sorted copy, each once, of the paths reported since the last peek. */
+static void since_peek(struct al_watch *w, char ***paths, size_t *n)
+{
+	size_t k = w->nchanged - w->peeked;
+
+	*paths = al_calloc(k + 1, sizeof(**paths));
+	for (size_t i = 0; i < k; i++)
+		(*paths)[i] = al_strdup(w->changed[w->peeked + i]);
+	*n = sort_unique(*paths, k);
+	w->peeked = w->nchanged;
+}
+
+int al_watch_peek(struct al_watch *w, char ***paths, size_t *n)
+{
+	*paths = NULL;
+	*n = 0;
+	if (drain(w) < 0)
+		return -1;
+	since_peek(w, paths, n);
+	return 0;
+}
+
+int al_watch_take(struct al_watch *w, char ***paths, size_t *n, char ***late, size_t *nlate)
+{
+	*paths = NULL;
+	*n = 0;
+	if (late) {
+		*late = NULL;
+		*nlate = 0;
+	}
+	if (drain(w) < 0)
 		return -1;
 	w->events = 0;
-	al_strv_sort(w->changed, w->nchanged);
-	for (size_t i = 0; i < w->nchanged; i++) {
-		if (kept && !strcmp(w->changed[kept - 1], w->changed[i]))
-			free(w->changed[i]);
-		else
-			w->changed[kept++] = w->changed[i];
-	}
+	if (late)
+		since_peek(w, late, nlate);
+	*n = sort_unique(w->changed, w->nchanged);
 	*paths = w->changed;
-	*n = kept;
 	w->changed = NULL;
-	w->nchanged = w->changed_alloc = 0;
+	w->nchanged = w->changed_alloc = w->peeked = 0;
 	return 0;
 }
 

@@ -105,6 +105,12 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
  * changes inotify does not report here.
  */
 void al_git_watch_off(struct al_git *g);
+/*
+ * The waits for agents stage ahead what the watch has seen change (the
+ * idle work of al_proc_set_idle, git_prestage.c): a commit then stages
+ * those files from what was kept. NULL: no more.
+ */
+void al_git_stage_ahead(struct al_git *g);
 
 /*
  * git_commit_create() without a ref to update, failing (a libgit2 error

@@ -91,6 +91,13 @@ void al_proc_reap_group(pid_t pgid);
  */
 int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *results, size_t n);
 int al_proc_run(const struct al_proc_spec *spec, struct al_proc_result *result);
+/*
+ * Work for the waits: while children run, `work` is called between looks
+ * at them whenever nothing of theirs is ready, one short piece at a time,
+ * until it returns false (it is called afresh, `fresh` true, for each
+ * batch). It must start no process of its own. NULL: none.
+ */
+void al_proc_set_idle(bool (*work)(void *arg, bool fresh), void *arg);
 void al_proc_result_release(struct al_proc_result *r);
 
 /* True if `prog` names an executable, directly or through PATH. */

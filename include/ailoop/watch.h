@@ -42,10 +42,17 @@ struct al_watch *al_watch_start(al_watch_kind_fn kind, void *data);
 /*
  * The relative paths that changed since the last call (or the start),
  * sorted, each once, into *paths (free with al_strv_free); a path may be a
- * file, a directory created or removed, or gone. -1 if the watch cannot be
- * trusted (it stays so).
+ * file, a directory created or removed, or gone. With `late`, also those
+ * reported since the last al_watch_peek() (all of them if none came
+ * since the last take): what changed again after a peek saw it. -1 if
+ * the watch cannot be trusted (it stays so).
  */
-int al_watch_take(struct al_watch *w, char ***paths, size_t *n);
+int al_watch_take(struct al_watch *w, char ***paths, size_t *n, char ***late, size_t *nlate);
+/*
+ * The paths reported since the last peek or take, sorted, each once (a
+ * copy: the next take returns them too). -1 if the watch cannot be trusted.
+ */
+int al_watch_peek(struct al_watch *w, char ***paths, size_t *n);
 /*
  * Whether every directory the watch left out would be left out now: an
  * ignore rule dropped, a file tracked below one, make a new watch due.

@@ -16,19 +16,26 @@ static enum al_watch_kind skip_named(const char *rel, void *data)
 	return repo ? AL_WATCH_REPO : AL_WATCH_DIR;
 }
 
-/* The paths the watch reports now, joined by spaces; "broken" if it cannot be trusted. */
-static char *taken(struct al_watch *w)
+/* Paths joined by spaces, freed. */
+static char *joined(char **paths, size_t n)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
-	char **paths;
-	size_t n;
 
-	if (al_watch_take(w, &paths, &n) < 0)
-		return al_strdup("broken");
 	for (size_t i = 0; i < n; i++)
 		al_strbuf_addf(&sb, "%s%s", i ? " " : "", paths[i]);
 	al_strv_free(paths, n);
 	return sb.buf ? al_strbuf_detach(&sb, NULL) : al_strdup("");
+}
+
+/* The paths the watch reports now, joined by spaces; "broken" if it cannot be trusted. */
+static char *taken(struct al_watch *w)
+{
+	char **paths;
+	size_t n;
+
+	if (al_watch_take(w, &paths, &n, NULL, NULL) < 0)
+		return al_strdup("broken");
+	return joined(paths, n);
 }
 
 static void expect_taken(struct al_watch *w, const char *want)
@@ -63,6 +70,61 @@ Test(watch, reports_changed_new_and_removed_files_once_each, .init = unit_enter_
 	cr_assert_eq(chmod("c.txt", 0755), 0);
 	expect_taken(w, "a.txt c.txt sub/b.txt");
 	expect_taken(w, ""); /* each change is reported once */
+	al_watch_free(w);
+}
+
+Test(watch, tells_what_changed_again_after_a_peek, .init = unit_enter_tmpdir,
+     .fini = unit_leave_tmpdir)
+{
+	struct al_watch *w;
+	char **paths, **late;
+	size_t n, nlate;
+	char *got;
+
+	unit_write("a.txt", "a\n");
+	w = started(NULL);
+	unit_write("a.txt", "changed\n");
+	unit_write("b.txt", "new\n");
+	cr_assert_eq(al_watch_peek(w, &paths, &n), 0);
+	got = joined(paths, n);
+	cr_assert_str_eq(got, "a.txt b.txt");
+	free(got);
+	cr_assert_eq(al_watch_peek(w, &paths, &n), 0);
+	got = joined(paths, n);
+	cr_assert_str_eq(got, "", "a peek returns each report once");
+	free(got);
+	unit_write("b.txt", "changed after the peek\n");
+	unit_write("c.txt", "new after the peek\n");
+	cr_assert_eq(al_watch_take(w, &paths, &n, &late, &nlate), 0);
+	got = joined(late, nlate);
+	cr_assert_str_eq(got, "b.txt c.txt");
+	free(got);
+	got = joined(paths, n);
+	cr_assert_str_eq(got, "a.txt b.txt c.txt", "a take returns what a peek saw too");
+	free(got);
+	/* no peek since the take: everything is late */
+	unit_write("a.txt", "again\n");
+	cr_assert_eq(al_watch_take(w, &paths, &n, &late, &nlate), 0);
+	got = joined(late, nlate);
+	cr_assert_str_eq(got, "a.txt");
+	free(got);
+	al_strv_free(paths, n);
+	al_watch_free(w);
+}
+
+Test(watch, a_peek_fails_once_the_watch_is_not_trusted, .init = unit_enter_tmpdir,
+     .fini = unit_leave_tmpdir)
+{
+	struct al_watch *w;
+	char **paths;
+	size_t n;
+
+	cr_assert_eq(mkdir("sub", 0755), 0);
+	w = started(NULL);
+	cr_assert_eq(rename("sub", "moved"), 0);
+	cr_assert_eq(al_watch_peek(w, &paths, &n), -1);
+	cr_assert_null(paths);
+	cr_assert_eq(al_watch_take(w, &paths, &n, NULL, NULL), -1);
 	al_watch_free(w);
 }
 
