@@ -248,12 +248,39 @@ static void spawn_failed(struct child *c, int err)
 	c->done = true;
 }
 
+/*
+ * The signals a child gets at their default action: all but those ailoop
+ * found ignored as it started (`nohup`, a shell's background job), which
+ * stay ignored across the exec, as a shell leaves them. The ones ailoop
+ * itself handles or ignores go back to the default whatever it found.
+ * Named, each costs the child one system call before its exec: glibc asks
+ * after every other one first, and then sets it again.
+ */
+static const sigset_t *child_defaults(void)
+{
+	static sigset_t defaults;
+	static bool known;
+
+	if (known)
+		return &defaults;
+	sigfillset(&defaults);
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		if (sig != SIGPIPE && sig != SIGINT && sig != SIGTERM && sig != SIGHUP &&
+		    sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			sigdelset(&defaults, sig);
+	}
+	known = true;
+	return &defaults;
+}
+
 static int spawn(struct child *c)
 {
 	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 }, rc = 0, e;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
-	sigset_t mask, defaults;
+	sigset_t mask;
 	const char *path;
 	char **env;
 
@@ -275,13 +302,8 @@ static int spawn(struct child *c)
 		posix_spawn_file_actions_addchdir_np(&fa, c->spec->cwd);
 	posix_spawnattr_init(&attr);
 	sigemptyset(&mask);
-	sigemptyset(&defaults);
-	sigaddset(&defaults, SIGPIPE);
-	sigaddset(&defaults, SIGINT);
-	sigaddset(&defaults, SIGTERM);
-	sigaddset(&defaults, SIGHUP);
 	posix_spawnattr_setsigmask(&attr, &mask);
-	posix_spawnattr_setsigdefault(&attr, &defaults);
+	posix_spawnattr_setsigdefault(&attr, child_defaults());
 	/*
 	 * A session of its own, which is a process group of its own too: no
 	 * controlling terminal, so an agent that asks on /dev/tty (git for a

@@ -61,6 +61,31 @@ Test(proc, stdout_and_stderr_are_captured)
 	al_proc_result_release(&r);
 }
 
+/*
+ * A child starts with every signal at its default action, but those
+ * ignored as ailoop started (nohup, a shell's background job), which a
+ * shell leaves ignored too; the ones ailoop ignores or handles itself go
+ * back to the default.
+ */
+Test(proc, a_child_gets_default_signals_but_those_ignored_from_the_start)
+{
+	struct al_proc_result r;
+	unsigned long long ignored;
+
+	signal(SIGUSR1, SIG_IGN); /* as it was when ailoop started */
+	signal(SIGPIPE, SIG_IGN); /* as ailoop sets it */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGUSR2, SIG_DFL);
+	cr_assert_eq(run(&r, SH("sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status"), NULL, 0), 0);
+	cr_assert_eq(r.exit_code, 0, "%s", r.log.buf);
+	ignored = strtoull(r.out.buf, NULL, 16);
+	cr_assert(ignored & (1ULL << (SIGUSR1 - 1)), "SIGUSR1 stays ignored: %s", r.out.buf);
+	cr_assert_not(ignored & (1ULL << (SIGPIPE - 1)), "SIGPIPE: the default again");
+	cr_assert_not(ignored & (1ULL << (SIGINT - 1)), "SIGINT: the default again");
+	cr_assert_not(ignored & (1ULL << (SIGUSR2 - 1)), "SIGUSR2: the default");
+	al_proc_result_release(&r);
+}
+
 Test(proc, exit_codes_and_signals)
 {
 	struct al_proc_result r = AL_PROC_RESULT_INIT;
