@@ -266,31 +266,28 @@ static void measurement_line(struct al_strbuf *sig, const char *name, const char
 }
 
 /* The node's measurement as its sensor outputs say, and the hash of what failed. */
-static void measurement(const struct al_node_run *nr, struct al_strbuf *sig, char **error)
+static void measurement(struct al_node_run *nr, struct al_strbuf *sig, char **error)
 {
-	const struct al_node *n = nr->n;
 	struct al_strbuf failing = AL_STRBUF_INIT;
 	struct al_readings r;
 
 	*error = NULL;
-	al_sensors_read(n, nr->dir, &r);
+	al_sensors_read_kept(nr, &r);
 	for (size_t i = 0; i < r.n; i++) {
-		char *path = al_sensor_output_path(nr->dir, r.v[i].name);
-		struct al_md md = AL_MD_INIT;
-		bool read = al_md_read(&md, path) == 0;
+		int rc;
+		const struct al_md *md = al_sensor_output(nr, i, &rc);
+		bool read = rc == 0;
 
-		measurement_line(sig, r.v[i].name, r.v[i].status, read ? &md : NULL);
+		measurement_line(sig, r.v[i].name, r.v[i].status, read ? md : NULL);
 		if (strcmp(r.v[i].status, "pass") && strcmp(r.v[i].status, "pending")) {
-			char *out = read ? al_md_section(md.body, md.body_len, "Output") : NULL;
-			const char *text = out ? out : read ? md.body : "";
+			char *out = read ? al_md_section(md->body, md->body_len, "Output") : NULL;
+			const char *text = out ? out : read ? md->body : "";
 
 			al_strbuf_addf(&failing, "%s %s\n", r.v[i].name, r.v[i].status);
-			al_breaker_normalise(&failing, text, out ? strlen(out) : read ? md.body_len : 0);
+			al_breaker_normalise(&failing, text, out ? strlen(out) : read ? md->body_len : 0);
 			al_strbuf_addch(&failing, '\n');
 			free(out);
 		}
-		al_md_release(&md);
-		free(path);
 	}
 	if (failing.len) {
 		char hex[65];

@@ -35,7 +35,7 @@ static void result_body(struct al_node_run *lp, const char *message, struct al_s
 	char *ctl = path_in(lp, "controller-output.md");
 	struct al_md md = AL_MD_INIT;
 
-	al_sensors_read(lp->n, lp->dir, &r);
+	al_sensors_read_kept(lp, &r);
 	al_readings_line(&r, &now);
 	al_strbuf_addf(sb, "## Summary\n\n%s\n\n## Metrics Delta\n\n- at entry: %s\n- now: %s\n\n"
 		       "## Key Observations for Parent Controller\n\n", message,
@@ -104,6 +104,7 @@ static int measure(struct al_node_run *lp)
 {
 	int rc;
 
+	al_sensor_outputs_forget(lp); /* measured again now */
 	if (al_node_committed(lp)) {
 		/*
 		 * Measured and committed before the stop: the readings are in
@@ -171,7 +172,7 @@ static int commit(struct al_node_run *lp, bool *done)
 	struct al_readings r;
 	int rc, blocked;
 
-	al_sensors_read(lp->n, lp->dir, &r);
+	al_sensors_read_kept(lp, &r);
 	al_readings_line(&r, &line);
 	al_readings_release(&r);
 	al_run_event(lp->ex->run, "loop_iteration", "{s:s, s:s, s:s, s:s}", "node", lp->n->path,
@@ -223,8 +224,8 @@ static int all_pass(struct al_node_run *lp, const struct al_readings *r, const c
 	if (passing < r->n) {
 		al_strbuf_adds(&sb, "\n## Action Plan\n\nMake these failing sensors pass:\n");
 		for (size_t i = 0; i < r->n; i++) {
-			struct al_md md = AL_MD_INIT;
 			char *path = al_sensor_output_path(lp->dir, r->v[i].name), *tail;
+			const struct al_md *md = al_sensor_output(lp, i, &rc);
 
 			if (!strcmp(r->v[i].status, "pass")) {
 				free(path);
@@ -234,16 +235,15 @@ static int all_pass(struct al_node_run *lp, const struct al_readings *r, const c
 				       r->v[i].status, r->v[i].detail ? " (" : "",
 				       r->v[i].detail ? r->v[i].detail : "", r->v[i].detail ? ")" : "",
 				       path);
-			if (al_md_read(&md, path) == 0) {
-				size_t start = md.body_len > 2000 ? md.body_len - 2000 : 0;
+			if (rc == 0) {
+				size_t start = md->body_len > 2000 ? md->body_len - 2000 : 0;
 
-				while (start && start < md.body_len && md.body[start - 1] != '\n')
+				while (start && start < md->body_len && md->body[start - 1] != '\n')
 					start++; /* from the start of a line */
-				tail = al_md_trim_lines(md.body + start, md.body_len - start);
+				tail = al_md_trim_lines(md->body + start, md->body_len - start);
 				al_strbuf_addf(&sb, "%s\n", tail);
 				free(tail);
 			}
-			al_md_release(&md);
 			free(path);
 		}
 	}
@@ -301,7 +301,7 @@ static int decide(struct al_node_run *lp)
 	bool met = false;
 	int rc;
 
-	al_sensors_read(lp->n, lp->dir, &r);
+	al_sensors_read_kept(lp, &r);
 	if (lp->n->builtin_all_pass) {
 		al_progress_step(ex->progress, lp->st.label, lp->n->path, "controller", "%s",
 				 AL_BUILTIN_ALL_PASS);
@@ -329,6 +329,7 @@ static int decide(struct al_node_run *lp)
 		al_progress_step(ex->progress, lp->st.label, lp->n->path, "controller", "%s%s%s",
 				 lp->n->controller.path, ctx.model ? " with model " : "",
 				 ctx.model ? ctx.model : "");
+		al_sensor_outputs_forget(lp); /* an agent's turn */
 		rc = al_call_run(ex, &ctx, &call);
 		al_call_release(&call);
 		al_strbuf_release(&section);
@@ -401,6 +402,7 @@ static int actuate(struct al_node_run *lp)
 	char *summary = NULL;
 	int rc;
 
+	al_sensor_outputs_forget(lp); /* the actuator's turn, or a child loop's */
 	if (lp->n->strategy == AL_STRATEGY_COMPOSITE) {
 		struct al_result res;
 		char *plan = action_plan(lp);

@@ -3,6 +3,7 @@
 #include "ailoop/fsutil.h"
 #include "ailoop/md.h"
 #include "ailoop/memory.h"
+#include "ailoop/sensor.h"
 #include "ailoop/sha256.h"
 #include "ailoop/util.h"
 
@@ -144,6 +145,7 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 
 static void release(struct al_node_run *nr)
 {
+	al_sensor_outputs_forget(nr);
 	al_node_state_release(&nr->st);
 	free(nr->dir);
 	free(nr->state_path);

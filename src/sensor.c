@@ -204,6 +204,17 @@ static int remember_one(struct al_exec *ex, const char *sensor, const char *what
 	return rc == AL_EINVALID ? 0 : rc;
 }
 
+/* `status` if it is one a sensor may report, else NULL. */
+static const char *known_status(const char *status)
+{
+	static const char *const known[] = { "pass", "fail", "partial", "pending" };
+
+	for (size_t k = 0; status && k < AL_ARRAY_SIZE(known); k++)
+		if (!strcmp(status, known[k]))
+			return known[k];
+	return NULL;
+}
+
 /*
  * sensors.<name>.status and sensors.<name>.<metric> in working memory, from
  * the sensor's output: a metric a command sensor's output did not show is
@@ -211,11 +222,10 @@ static int remember_one(struct al_exec *ex, const char *sensor, const char *what
  */
 static int remember_sensor(struct al_exec *ex, const struct al_sensor *s, const char *path)
 {
-	static const char *const known[] = { "pass", "fail", "partial", "pending" };
 	const struct al_agent *a = s->ref.agent;
 	struct al_md md = AL_MD_INIT;
 	const struct al_val *metrics;
-	const char *status = NULL, *st;
+	const char *status;
 	int rc;
 
 	if (!ex->memory)
@@ -224,10 +234,7 @@ static int remember_sensor(struct al_exec *ex, const struct al_sensor *s, const 
 		al_md_release(&md);
 		return 0; /* reported by whoever reads the output */
 	}
-	st = al_md_str(&md, "status");
-	for (size_t k = 0; st && k < AL_ARRAY_SIZE(known) && !status; k++)
-		if (!strcmp(st, known[k]))
-			status = known[k];
+	status = known_status(al_md_str(&md, "status"));
 	rc = remember_one(ex, s->name, "status", json_string(status ? status : "fail"));
 	metrics = al_md_get(&md, "metrics");
 	if (metrics && metrics->kind != AL_VAL_MAP)
@@ -361,38 +368,91 @@ int al_sensors_stub(const struct al_node *node, const char *dir)
 	return rc;
 }
 
+/* Sensor `name`'s reading from its output file, read as `md` with result `rc`. */
+static void reading_of(struct al_reading *r, const char *name, const struct al_md *md, int rc)
+{
+	const char *status = NULL, *detail = NULL;
+
+	r->name = name;
+	if (rc == 0) {
+		status = known_status(al_md_str(md, "status"));
+		detail = al_md_str(md, "summary");
+	} else if (rc == AL_ENOTFOUND) {
+		status = "pending"; /* not measured yet */
+	}
+	/* unreadable or unknown: not a pass */
+	r->status = al_strdup(status ? status : "fail");
+	r->detail = detail ? al_strdup(detail) : NULL;
+}
+
 void al_sensors_read(const struct al_node *node, const char *dir, struct al_readings *out)
 {
-	static const char *const known[] = { "pass", "fail", "partial", "pending" };
-
 	out->n = node->nsensors;
 	out->v = al_calloc(out->n + 1, sizeof(*out->v));
 	out->all_pass = out->n > 0;
 	for (size_t i = 0; i < out->n; i++) {
-		struct al_reading *r = &out->v[i];
 		struct al_md md = AL_MD_INIT;
 		char *path = al_sensor_output_path(dir, node->sensors[i].name);
-		const char *status = NULL, *detail = NULL;
-
 		int rc = al_md_read(&md, path);
 
-		r->name = node->sensors[i].name;
-		if (rc == 0) {
-			status = al_md_str(&md, "status");
-			detail = al_md_str(&md, "summary");
-		} else if (rc == AL_ENOTFOUND) {
-			status = "pending"; /* not measured yet */
-		}
-		r->status = NULL;
-		for (size_t k = 0; status && k < AL_ARRAY_SIZE(known) && !r->status; k++)
-			if (!strcmp(status, known[k]))
-				r->status = al_strdup(known[k]);
-		if (!r->status)
-			r->status = al_strdup("fail"); /* unreadable or unknown: not a pass */
-		r->detail = detail ? al_strdup(detail) : NULL;
-		out->all_pass &= !strcmp(r->status, "pass");
+		reading_of(&out->v[i], node->sensors[i].name, &md, rc);
+		out->all_pass &= !strcmp(out->v[i].status, "pass");
 		al_md_release(&md);
 		free(path);
+	}
+}
+
+/* What a node keeps of its sensors' output files between two agents (al_sensor_output). */
+struct al_sensor_outputs {
+	struct al_md *md;
+	int *rc;
+};
+
+const struct al_md *al_sensor_output(struct al_node_run *nr, size_t i, int *rc)
+{
+	struct al_sensor_outputs *o = nr->outputs;
+
+	if (!o) {
+		o = nr->outputs = al_calloc(1, sizeof(*o));
+		o->md = al_calloc(nr->n->nsensors + 1, sizeof(*o->md));
+		o->rc = al_calloc(nr->n->nsensors + 1, sizeof(*o->rc));
+		for (size_t k = 0; k < nr->n->nsensors; k++) {
+			char *path = al_sensor_output_path(nr->dir, nr->n->sensors[k].name);
+
+			o->md[k] = (struct al_md)AL_MD_INIT;
+			o->rc[k] = al_md_read(&o->md[k], path);
+			free(path);
+		}
+	}
+	*rc = o->rc[i];
+	return &o->md[i];
+}
+
+void al_sensor_outputs_forget(struct al_node_run *nr)
+{
+	struct al_sensor_outputs *o = nr->outputs;
+
+	if (!o)
+		return;
+	for (size_t k = 0; k < nr->n->nsensors; k++)
+		al_md_release(&o->md[k]);
+	free(o->md);
+	free(o->rc);
+	free(o);
+	nr->outputs = NULL;
+}
+
+void al_sensors_read_kept(struct al_node_run *nr, struct al_readings *out)
+{
+	out->n = nr->n->nsensors;
+	out->v = al_calloc(out->n + 1, sizeof(*out->v));
+	out->all_pass = out->n > 0;
+	for (size_t i = 0; i < out->n; i++) {
+		int rc;
+		const struct al_md *md = al_sensor_output(nr, i, &rc);
+
+		reading_of(&out->v[i], nr->n->sensors[i].name, md, rc);
+		out->all_pass &= !strcmp(out->v[i].status, "pass");
 	}
 }
 

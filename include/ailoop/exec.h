@@ -63,6 +63,7 @@ struct al_node_run {
 	int64_t base_elapsed;
 	bool root;
 	bool resumed;       /* state read back from disk: its next commit may exist */
+	struct al_sensor_outputs *outputs; /* its sensors' outputs, kept (sensor.h) */
 };
 
 /* A node being executed, innermost last: for results written on the way out. */

@@ -2,6 +2,7 @@
 #define AILOOP_SENSOR_H
 
 #include "ailoop/exec.h"
+#include "ailoop/md.h"
 
 /*
  * Measuring a node: each sensor writes nodes/<path>/sensor-<name>-output.md
@@ -34,6 +35,17 @@ int al_sensors_remember(struct al_exec *ex, const struct al_node *node, const ch
 int al_sensors_stub(const struct al_node *node, const char *dir);
 /* The statuses the output files record now. */
 void al_sensors_read(const struct al_node *node, const char *dir, struct al_readings *out);
+/*
+ * A node's sensor outputs, read once and kept in `nr` until an agent may
+ * change them: al_sensor_outputs_forget() before any of the node's agents
+ * or sensors runs. Between a measurement and the next agent, the commit,
+ * the breaker and a built-in controller read them several times.
+ * al_sensor_output() returns sensor i's, parsed, with al_md_read()'s
+ * result in *rc; al_sensors_read_kept() is al_sensors_read() from them.
+ */
+const struct al_md *al_sensor_output(struct al_node_run *nr, size_t i, int *rc);
+void al_sensors_read_kept(struct al_node_run *nr, struct al_readings *out);
+void al_sensor_outputs_forget(struct al_node_run *nr);
 void al_readings_release(struct al_readings *r);
 /* "name: status (detail), …" for the commit message. */
 void al_readings_line(const struct al_readings *r, struct al_strbuf *out);
