@@ -206,8 +206,9 @@ static int commit(struct al_node_run *lp, bool *done)
 	return al_node_save(lp);
 }
 
-/* builtin:all-pass: met iff every sensor passes; the plan lists the rest. */
-static int all_pass(struct al_node_run *lp, const struct al_readings *r, const char *out)
+/* builtin:all-pass: met iff every sensor passes (*met); the plan lists the rest. */
+static int all_pass(struct al_node_run *lp, const struct al_readings *r, const char *out,
+		    bool *met)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	struct al_fm *fm = al_fm_new();
@@ -216,7 +217,8 @@ static int all_pass(struct al_node_run *lp, const struct al_readings *r, const c
 
 	for (size_t i = 0; i < r->n; i++)
 		passing += !strcmp(r->v[i].status, "pass");
-	al_fm_bool(fm, "target-met", passing == r->n);
+	*met = passing == r->n;
+	al_fm_bool(fm, "target-met", *met);
 	al_fm_str(fm, "controller", AL_BUILTIN_ALL_PASS);
 	al_fm_finish(fm, &sb);
 	al_strbuf_addf(&sb, "\n# Controller Output\n\n## Assessment\n\n%zu of %zu sensors pass.\n",
@@ -305,7 +307,7 @@ static int decide(struct al_node_run *lp)
 	if (lp->n->builtin_all_pass) {
 		al_progress_step(ex->progress, lp->st.label, lp->n->path, "controller", "%s",
 				 AL_BUILTIN_ALL_PASS);
-		rc = all_pass(lp, &r, out);
+		rc = all_pass(lp, &r, out, &met);
 	} else {
 		struct al_strbuf section = AL_STRBUF_INIT;
 		struct al_call call;
@@ -334,7 +336,7 @@ static int decide(struct al_node_run *lp)
 		al_call_release(&call);
 		al_strbuf_release(&section);
 	}
-	if (rc == 0) {
+	if (rc == 0 && !lp->n->builtin_all_pass) {
 		rc = al_md_read(&md, out);
 		if (rc == 0 && !al_md_bool(&md, "target-met", &met))
 			rc = al_err(AL_EAGENT, "controller output '%s' has no readable 'target-met' "
