@@ -584,6 +584,7 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 	al_run_event(ex->run, ex->resuming ? "run_resume" : "run_start", "{s:s, s:s}", "run",
 		     ex->run->st.run_id, "flow", ex->run->st.flow);
 	rc = al_exec_node(ex, ex->flow->root, ex->run->st.task, NULL, false, 0, res);
+	al_git_watch_done(ex->git); /* no commit follows */
 	if (rc < 0 && !al_dir_exists(ex->run->dir)) {
 		rc = al_err(AL_EINVALID, "the run's directory '%s' was deleted while it ran (by an "
 			    "agent?)", ex->run->dir);

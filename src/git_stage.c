@@ -946,6 +946,13 @@ void al_git_watch_off(struct al_git *g)
 	g->watch_off = true;
 }
 
+void al_git_watch_done(struct al_git *g)
+{
+	al_git_prestage_drop(g);
+	if (g->watch && g->watch_pid == getpid())
+		al_watch_release(g->watch); /* closed with the repository, quickly */
+}
+
 void al_git_watch_early(struct al_git *g)
 {
 	if (!g->watch_off && !g->watch)

@@ -351,6 +351,14 @@ int al_watch_take(struct al_watch *w, char ***paths, size_t *n, char ***late, si
 	return 0;
 }
 
+void al_watch_release(struct al_watch *w)
+{
+	for (size_t wd = 0; wd < w->ndirs; wd++)
+		if (w->dirs[wd])
+			inotify_rm_watch(w->fd, (int)wd);
+	w->broken = true;
+}
+
 void al_watch_free(struct al_watch *w)
 {
 	if (!w)

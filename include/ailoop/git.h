@@ -106,6 +106,11 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
  */
 void al_git_watch_off(struct al_git *g);
 /*
+ * The run's last commit is made: the watch is let go now, so that the
+ * kernel frees it while the run ends (a commit after this scans).
+ */
+void al_git_watch_done(struct al_git *g);
+/*
  * The waits for agents stage ahead what the watch has seen change (the
  * idle work of al_proc_set_idle, git_prestage.c): a commit then stages
  * those files from what was kept. NULL: no more.

@@ -58,6 +58,13 @@ int al_watch_peek(struct al_watch *w, char ***paths, size_t *n);
  * ignore rule dropped, a file tracked below one, make a new watch due.
  */
 bool al_watch_skips_hold(struct al_watch *w);
+/*
+ * Removes every watch, and the watch is not trusted from now on. The
+ * kernel frees them while the caller goes on; closing an instance that
+ * still has them waits for that (a grace period of the kernel's, 0.1 to
+ * 20 ms), closing one released a few milliseconds before does not.
+ */
+void al_watch_release(struct al_watch *w);
 /* Closes the watch (only this process's descriptor: a forked child's copy leaves the parent's watch alone). */
 void al_watch_free(struct al_watch *w);
 

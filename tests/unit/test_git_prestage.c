@@ -186,3 +186,16 @@ Test(git_prestage, a_blob_pruned_since_is_written_again)
 	cr_assert_not(al_git_prestaged(g, "b.txt", &b, &id), "dropped once staged");
 	unit_sh("test \"$(git show HEAD:b.txt)\" = pruned && git fsck --strict --no-dangling 2>&1");
 }
+
+/* Once the run's last commit let the watch go, a commit still takes everything (by a scan). */
+Test(git_prestage, a_commit_after_the_watch_is_let_go_scans)
+{
+	char oid[AL_OID_HEX];
+
+	al_git_watch_done(g);
+	unit_write("b.txt", "after\n");
+	unit_write("a.txt", "changed\n");
+	cr_assert_eq(al_git_commit_all(g, "second", ".ai-loop/runs/r", oid), 0, "%s", al_errmsg());
+	unit_sh("test \"$(git show HEAD:b.txt)\" = after && test \"$(git show HEAD:a.txt)\" = changed");
+	unit_sh("test -z \"$(git status --porcelain)\"");
+}

@@ -112,6 +112,18 @@ Test(watch, tells_what_changed_again_after_a_peek, .init = unit_enter_tmpdir,
 	al_watch_free(w);
 }
 
+Test(watch, is_not_trusted_once_released, .init = unit_enter_tmpdir, .fini = unit_leave_tmpdir)
+{
+	struct al_watch *w;
+
+	unit_write("a.txt", "a\n");
+	w = started(NULL);
+	al_watch_release(w);
+	unit_write("a.txt", "changed\n");
+	expect_taken(w, "broken");
+	al_watch_free(w);
+}
+
 Test(watch, a_peek_fails_once_the_watch_is_not_trusted, .init = unit_enter_tmpdir,
      .fini = unit_leave_tmpdir)
 {
