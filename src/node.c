@@ -85,6 +85,19 @@ static int reopen(struct al_node_run *nr, const char *task, const char *task_pat
 	return al_run_enter(ex->run, nr->n->path);
 }
 
+/* memory's loop.<id>.break back to false, if an agent left it true */
+static int clear_break(struct al_node_run *nr)
+{
+	char *key = al_xprintf("loop.%s.break", nr->n->id);
+	const char *v = nr->ex->memory ? al_memory_get(nr->ex->memory, key) : NULL;
+	int rc = 0;
+
+	if (v && !strcmp(v, "true"))
+		rc = al_memory_set(nr->ex->memory, key, "false", true, "ailoop", "loop");
+	free(key);
+	return rc;
+}
+
 static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enum al_phase phase,
 		 int iteration, const char *task_path)
 {
@@ -123,6 +136,14 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 	nr->st.task_sha256 = al_strdup(task_sha);
 	if (is_loop(n) && !n->sensor_form) /* the tree it starts from: its breaker's baseline */
 		al_breaker_iteration(nr, false);
+	/*
+	 * A break an agent set in the loop's last entry ended that entry, not
+	 * this one; gone before the state says it began, so a kill between
+	 * the two enters it afresh again.
+	 */
+	if (n->type == AL_NODE_LOOP && n->exit_on == AL_EXIT_MANUAL_BREAK &&
+	    (rc = clear_break(nr)) < 0)
+		return rc;
 	if ((rc = al_mkdirs(nr->dir)) < 0 ||
 	    (rc = al_write_state(task_path, nr->task, strlen(nr->task))) < 0 ||
 	    (rc = al_node_save(nr)) < 0)

@@ -144,6 +144,31 @@ expect_eq "$path" "w w w" "manual_break: until an agent sets loop.<id>.break to 
 expect_eq "$(commits_of watch)" "1 running,2 running,3 complete" "manual_break: three iterations"
 expect_run 0 complete "manual_break"
 
+# the same loop entered again (an outer loop's next iteration): the break
+# an agent set in its last entry ended that entry, not this one
+tree manual-break-again <<'YAML'
+version: 1
+flow:
+  id: outer
+  type: loop
+  max_iterations: 2
+  children:
+    - id: inner
+      type: loop
+      max_iterations: 3
+      exit_on: manual_break
+      children: [{id: w, skill: w}]
+YAML
+plan <<'PLAN'
+case $skill:$n in w:2) mem loop.inner.break true ;; esac
+PLAN
+go
+expect_eq "$path" "w w w w w" \
+	"manual_break entered again: broken after two, then its three iterations"
+expect_eq "$(commits_of outer/inner)" "1.1 running,1.2 complete,2.1 running,2.2 running,2.3 complete" \
+	"manual_break entered again: the inner loop's commits"
+expect_run 0 complete "manual_break entered again"
+
 # a manual break that never comes: the loop has no condition, so it ran
 # its iterations and succeeds (SPEC §3.1), and what follows it runs
 tree manual-break-never <<'YAML'
