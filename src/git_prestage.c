@@ -87,8 +87,10 @@ static void prestage_one(struct al_git *g, const char *path)
 	git_oid id;
 	int ignored = 0;
 
-	if (al_git_unrecorded(path) || state_file(path) || lstat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_nlink != 1 || (size_t)st.st_size > PRESTAGE_MAX)
+	/* (beyond a link an agent made, a file outside the work tree) */
+	if (al_git_unrecorded(path) || state_file(path) || lstat(path, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || st.st_nlink != 1 || (size_t)st.st_size > PRESTAGE_MAX ||
+	    al_git_beyond_link(path, &g->todo_checked))
 		return;
 	if (!al_starts_with(path, AL_RUNS_DIR "/") &&
 	    (git_repository_index(&index, g->repo) < 0 ||
@@ -128,6 +130,8 @@ bool al_git_prestage_step(struct al_git *g, bool fresh)
 		al_strv_free(g->todo, g->ntodo);
 		g->todo = NULL;
 		g->ntodo = g->todo_next = 0;
+		free(g->todo_checked);
+		g->todo_checked = NULL;
 		/*
 		 * Only under the restart mark: a blob written now and torn by a
 		 * power loss is one the restart finds and removes, as it does
@@ -162,7 +166,8 @@ void al_git_prestage_settle(struct al_git *g, char **late, size_t nlate)
 		}
 		forget(g, late[i]);
 	}
-	qsort(g->pre, g->npre, sizeof(*g->pre), by_path);
+	if (g->npre)
+		qsort(g->pre, g->npre, sizeof(*g->pre), by_path);
 }
 
 bool al_git_prestaged(struct al_git *g, const char *path, const struct stat *st, git_oid *id)
@@ -198,6 +203,8 @@ void al_git_prestage_drop(struct al_git *g)
 	al_strv_free(g->todo, g->ntodo);
 	g->todo = NULL;
 	g->ntodo = g->todo_next = 0;
+	free(g->todo_checked);
+	g->todo_checked = NULL;
 }
 
 void al_git_prestage_free(struct al_git *g)

@@ -75,6 +75,7 @@ struct al_git {
 	size_t npre, pre_alloc;
 	char **todo; /* the paths the last peek returned, to hash */
 	size_t ntodo, todo_next;
+	char *todo_checked; /* al_git_beyond_link()'s last directory */
 	/* al_git_code_id() of a commit, kept: asked at each step */
 	git_oid code_commit;
 	char code_hex[65];
@@ -124,6 +125,12 @@ bool al_git_sparse(git_index *index, const char *path);
  * it holds now (ailoop's files are staged directly, git_stage.c).
  */
 int al_git_add_own_file(struct al_git *g, git_index *index, const char *path);
+/*
+ * Whether a directory on the way to `path` is a symbolic link, or no
+ * directory (git_stage.c); `*checked` keeps the last one found free of
+ * them, for the next path (the caller frees it).
+ */
+bool al_git_beyond_link(const char *path, char **checked);
 /* The blob of `len` bytes at `buf`, written only if the store lacks it (git_stage.c). */
 int al_git_write_blob(struct al_git *g, git_oid *id, const char *buf, size_t len);
 

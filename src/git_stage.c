@@ -522,9 +522,9 @@ static bool ignores_only_more(git_repository *repo, git_index *index, const char
  * directory at all): what lies there is not in the work tree, as git
  * sees it, though lstat() finds it through the link. `*checked` is the
  * last directory found free of them, so that the sorted paths of one
- * directory cost one walk.
+ * directory cost one walk (the caller frees it).
  */
-static bool beyond_link(const char *path, char **checked)
+bool al_git_beyond_link(const char *path, char **checked)
 {
 	const char *slash = strrchr(path, '/');
 	size_t len = slash ? (size_t)(slash - path) : 0, from = 0;
@@ -598,7 +598,7 @@ static int stage_path(struct al_git *g, git_index *index, const char *own_dir, c
 		rc = al_git_own_replaced(g, index, path, own_dir);
 	} else if ((gone = lstat(path, &st) < 0) && errno != ENOENT && errno != ENOTDIR) {
 		rc = -1;
-	} else if (gone || beyond_link(path, checked) ||
+	} else if (gone || al_git_beyond_link(path, checked) ||
 		   !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode))) {
 		/*
 		 * gone, or beyond a symbolic link; or a FIFO, a socket, a

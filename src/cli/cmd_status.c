@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 /* What the run has used of its budgets, and the flow's limits (0: none, or unknown). */
 struct budget {
@@ -23,8 +25,31 @@ struct budget {
 	int max_calls, max_seconds, per_hour;
 };
 
-static void read_budget(struct budget *b, const struct al_run_state *st, const struct al_run_nodes *ns)
+/*
+ * The root's clock: what its state said when last saved, and for a run at
+ * work (its lock held, read here, not from a branch) the time since that
+ * save: an agent's call, an hourly wait, go on between two saves.
+ */
+static int64_t seconds_spent(const struct al_run_view *v)
 {
+	const struct al_node_state *root = v->nodes.n ? &v->nodes.v[0] : NULL;
+	int64_t seconds = root ? root->elapsed_ms / 1000 : 0;
+	struct stat sb;
+	time_t now = time(NULL);
+	char *path;
+
+	if (!root || !v->holder || v->from || strcmp(root->status, "running"))
+		return seconds;
+	path = al_xprintf("%s/nodes/%s/orchestrator-output.md", v->dir, root->node_path);
+	if (stat(path, &sb) == 0 && now > sb.st_mtime)
+		seconds = (root->elapsed_ms + (int64_t)(now - sb.st_mtime) * 1000) / 1000;
+	free(path);
+	return seconds;
+}
+
+static void read_budget(struct budget *b, const struct al_run_view *v)
+{
+	const struct al_run_state *st = &v->st;
 	struct al_diags diags = AL_DIAGS_INIT;
 	struct al_flow *flow = NULL;
 	char *dir = al_xprintf("%s/%s", AL_RUNS_DIR, st->run_id);
@@ -37,7 +62,7 @@ static void read_budget(struct budget *b, const struct al_run_state *st, const s
 	}
 	if (al_budget_read(dir, b->per_hour, &b->use) < 0)
 		memset(&b->use, 0, sizeof(b->use));
-	b->seconds = ns->n ? ns->v[0].elapsed_ms / 1000 : 0; /* the root's clock */
+	b->seconds = seconds_spent(v);
 	al_flow_free(flow);
 	al_diags_release(&diags);
 	free(dir);
@@ -332,7 +357,7 @@ int cmd_status(int argc, char **argv)
 	if (rc < 0) {
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 	} else {
-		read_budget(&budget, &view.st, &view.nodes);
+		read_budget(&budget, &view);
 		read_feedback(&feedback, &view, git);
 		if (json)
 			print_json(&view.st, &view.nodes, view.holder, view.from, &budget,

@@ -36,6 +36,13 @@ agent=$(head -1 "$STARTED")
 run "$AILOOP" status --json
 expect_eq "$(printf '%s\n' "$out" | jq -r .stopped)" "false" "a live run is not stopped"
 expect_in "$(printf '%s\n' "$out" | jq -r .locked_by)" "ailoop pid $pid" "a live run is locked by its process"
+# the time spent goes on while an agent works, between two saves of the state
+sleep 2
+run "$AILOOP" status --json
+[ "$(printf '%s\n' "$out" | jq -r .budget.wall_seconds)" -ge 2 ] && pass ||
+	fail "a live run's time spent counts the agent at work: $(printf '%s\n' "$out" | jq -c .budget)"
+run "$AILOOP" status
+expect_in "$out" "time spent:   " "status shows the time spent"
 kill -INT "$pid"
 wait "$pid" && rc=0 || rc=$?
 expect_eq "$rc" 3 "SIGINT exits 3"

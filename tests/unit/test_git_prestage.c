@@ -132,6 +132,22 @@ Test(git_prestage, leaves_state_files_ignored_files_and_links_to_the_commit)
 	cr_assert_not(al_git_prestaged(g, "symlink.txt", &st, &id), "a link: libgit2 stages it");
 }
 
+/* A directory an agent replaced by a link to one outside: nothing is read through it. */
+Test(git_prestage, reads_nothing_through_a_link_in_the_path)
+{
+	struct stat st;
+	git_oid id;
+
+	unit_sh("mkdir -p outside sub && printf 'secret\\n' >outside/f.txt && printf 'x\\n' >sub/f.txt");
+	stage_ahead(); /* sub/f.txt is seen now */
+	settle();
+	unit_write("sub/f.txt", "changed\n");
+	unit_sh("rm -r sub && ln -s outside sub");
+	stage_ahead();
+	st = stat_of("sub/f.txt"); /* through the link */
+	cr_assert_not(al_git_prestaged(g, "sub/f.txt", &st, &id), "not staged ahead through a link");
+}
+
 Test(git_prestage, a_new_gitattributes_makes_everything_kept_stale)
 {
 	struct stat b;
