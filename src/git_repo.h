@@ -122,16 +122,18 @@ bool al_git_sparse(git_index *index, const char *path);
 
 /*
  * A file of the run's own, at `path`, staged as the index entry of what
- * it holds now (ailoop's files are staged directly, git_stage.c).
+ * it holds now (ailoop's files are staged directly, git_blob.c).
  */
 int al_git_add_own_file(struct al_git *g, git_index *index, const char *path);
+/* Any other file of the work tree, whose stat data is `st` (git_blob.c). */
+int al_git_add_file(struct al_git *g, git_index *index, const char *path, const struct stat *st);
 /*
  * Whether a directory on the way to `path` is a symbolic link, or no
  * directory (git_stage.c); `*checked` keeps the last one found free of
  * them, for the next path (the caller frees it).
  */
 bool al_git_beyond_link(const char *path, char **checked);
-/* The blob of `len` bytes at `buf`, written only if the store lacks it (git_stage.c). */
+/* The blob of `len` bytes at `buf`, written only if the store lacks it (git_blob.c). */
 int al_git_write_blob(struct al_git *g, git_oid *id, const char *buf, size_t len);
 
 /* The filter that runs the repository's filter drivers' commands (git_filter.c). */
