@@ -385,18 +385,29 @@ static void reading_of(struct al_reading *r, const char *name, const struct al_m
 	r->detail = detail ? al_strdup(detail) : NULL;
 }
 
+/* out, for `n` sensors, filled in by add_reading(). */
+static void readings_start(struct al_readings *out, size_t n)
+{
+	out->n = n;
+	out->v = al_calloc(n + 1, sizeof(*out->v));
+	out->all_pass = n > 0;
+}
+
+static void add_reading(struct al_readings *out, size_t i, const char *name,
+			const struct al_md *md, int rc)
+{
+	reading_of(&out->v[i], name, md, rc);
+	out->all_pass &= !strcmp(out->v[i].status, "pass");
+}
+
 void al_sensors_read(const struct al_node *node, const char *dir, struct al_readings *out)
 {
-	out->n = node->nsensors;
-	out->v = al_calloc(out->n + 1, sizeof(*out->v));
-	out->all_pass = out->n > 0;
+	readings_start(out, node->nsensors);
 	for (size_t i = 0; i < out->n; i++) {
 		struct al_md md = AL_MD_INIT;
 		char *path = al_sensor_output_path(dir, node->sensors[i].name);
-		int rc = al_md_read(&md, path);
 
-		reading_of(&out->v[i], node->sensors[i].name, &md, rc);
-		out->all_pass &= !strcmp(out->v[i].status, "pass");
+		add_reading(out, i, node->sensors[i].name, &md, al_md_read(&md, path));
 		al_md_release(&md);
 		free(path);
 	}
@@ -444,15 +455,12 @@ void al_sensor_outputs_forget(struct al_node_run *nr)
 
 void al_sensors_read_kept(struct al_node_run *nr, struct al_readings *out)
 {
-	out->n = nr->n->nsensors;
-	out->v = al_calloc(out->n + 1, sizeof(*out->v));
-	out->all_pass = out->n > 0;
+	readings_start(out, nr->n->nsensors);
 	for (size_t i = 0; i < out->n; i++) {
 		int rc;
 		const struct al_md *md = al_sensor_output(nr, i, &rc);
 
-		reading_of(&out->v[i], nr->n->sensors[i].name, md, rc);
-		out->all_pass &= !strcmp(out->v[i].status, "pass");
+		add_reading(out, i, nr->n->sensors[i].name, md, rc);
 	}
 }
 
