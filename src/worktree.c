@@ -267,6 +267,33 @@ static char *conflict_list(git_index *index)
 	return al_strbuf_detach(&sb, NULL);
 }
 
+/*
+ * Whether a directory on the way to `path` below `root` is there as
+ * something else (a symbolic link, a file): whatever is written or
+ * removed at `path` would go through it. That one's path from `root` goes
+ * to `way` if given. A missing directory is not in the way (it is made).
+ */
+static bool way_blocked(const char *root, const char *path, struct al_strbuf *way)
+{
+	struct al_strbuf dir = AL_STRBUF_INIT;
+	struct stat st;
+	bool blocked = false;
+
+	for (const char *slash = strchr(path, '/'); slash && !blocked; slash = strchr(slash + 1, '/')) {
+		al_strbuf_reset(&dir);
+		al_strbuf_addf(&dir, "%s/%.*s", root, (int)(slash - path), path);
+		if (lstat(dir.buf, &st) < 0)
+			break;
+		blocked = !S_ISDIR(st.st_mode);
+		if (blocked && way) {
+			al_strbuf_reset(way);
+			al_strbuf_add(way, path, (size_t)(slash - path));
+		}
+	}
+	al_strbuf_release(&dir);
+	return blocked;
+}
+
 /* The paths that differ between two trees: what the merge changes in the work tree. */
 static int changed_paths(git_repository *repo, git_tree *a, git_tree *b, git_strarray *out)
 {
@@ -816,17 +843,20 @@ int al_worktree_carry(const struct al_wt_changes *ch, const char *path, const ch
 	for (size_t i = 0; i < ch->n && rc == 0; i++) {
 		const struct al_wt_change *c = &ch->v[i];
 		char *file = al_xprintf("%s/%s", path, c->path);
-		struct content here;
+		struct content here = { .data = AL_STRBUF_INIT };
+		/* the child made a directory on the way a link (or a file): nothing goes through it */
+		bool theirs = way_blocked(path, c->path, NULL);
 
-		if ((rc = read_content(&here, file)) == 0 && !same(&here, &c->new)) {
+		if (!theirs && (rc = read_content(&here, file)) == 0 && !same(&here, &c->new)) {
 			if (same(&here, &c->old))
 				todo[i] = true;
 			else
-				rc = al_err(AL_ECONFLICT, "your change to '%s' in the main work tree "
-					    "conflicts with child '%s', which changed it too in its "
-					    "worktree '%s': make the two agree (or undo yours), then "
-					    "resume", c->path, child, path);
+				theirs = true;
 		}
+		if (theirs)
+			rc = al_err(AL_ECONFLICT, "your change to '%s' in the main work tree conflicts "
+				    "with child '%s', which changed it too in its worktree '%s': make "
+				    "the two agree (or undo yours), then resume", c->path, child, path);
 		al_strbuf_release(&here.data);
 		free(file);
 	}
