@@ -457,6 +457,36 @@ static int tree_content(struct content *c, git_repository *repo, git_tree *tree,
 	return rc;
 }
 
+static bool listed(const git_strarray *paths, const char *path)
+{
+	for (size_t i = 0; i < paths->count; i++)
+		if (!strcmp(paths->strings[i], path))
+			return true;
+	return false;
+}
+
+/*
+ * A directory on the way to `path` of the merge that is something else in
+ * the main work tree (the user's symbolic link, or file), unless the merge
+ * replaces it itself (then it is one of `paths`, checked as a file): the
+ * checkout would write through the link, as git never does, or fail.
+ */
+static int in_the_way(const git_strarray *paths, const char *path, const char *branch)
+{
+	struct al_strbuf way = AL_STRBUF_INIT;
+	struct stat st;
+	int rc = 0;
+
+	if (way_blocked(".", path, &way) && !listed(paths, way.buf))
+		rc = al_err(AL_ECONFLICT, "your %s '%s' in the main work tree is in the way of '%s', "
+			    "which the merge of branch '%s' writes: ailoop writes nothing through a "
+			    "link nor over your file; move it elsewhere, then resume",
+			    lstat(way.buf, &st) == 0 && S_ISLNK(st.st_mode) ? "symbolic link" : "file",
+			    way.buf, path, branch);
+	al_strbuf_release(&way);
+	return rc;
+}
+
 /*
  * Before a merge writes `paths` into the main work tree: each must hold
  * HEAD's content there, or the merge's already (a kill after the checkout;
@@ -473,6 +503,8 @@ static int keeps_user_changes(git_repository *repo, git_tree *ours, git_tree *me
 
 		if (!strncmp(paths->strings[i], AL_RUNS_DIR "/", strlen(AL_RUNS_DIR) + 1))
 			continue; /* the run's own files: left as they are */
+		if ((rc = in_the_way(paths, paths->strings[i], branch)) < 0)
+			break;
 		if ((rc = read_content(&here, paths->strings[i])) == 0 &&
 		    (rc = tree_content(&before, repo, ours, paths->strings[i])) == 0 &&
 		    (rc = tree_content(&after, repo, merged, paths->strings[i])) == 0 &&
