@@ -618,8 +618,8 @@ static int resolve(struct al_node_run *nr, const struct al_node *c, const char *
 	merge_message(&text, nr, c, branch, summary);
 	rc = al_worktree_merge_resolved(branch, text.buf, path, &left);
 	if (rc == 2) {
-		snprintf(msg, size, "conflict: %s differ between '%s' and '%s'; the resolver left "
-			 "conflict markers in %s", files, here, branch, left);
+		snprintf(msg, size, "conflict: %s differ between '%s' and '%s'; the resolver left %s",
+			 files, here, branch, left);
 		rc = 0;
 	} else if (rc >= 0) {
 		if (rc == 1) {

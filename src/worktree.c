@@ -334,13 +334,16 @@ static bool has_markers(const char *buf, size_t len)
 
 /*
  * Takes each conflicting file of `merged` from directory `dir` (the
- * resolver's worktree): its content as the merge's, or gone if the file
- * is. The files that still hold conflict markers go to *left (", "-
- * separated), and the index keeps their conflicts.
+ * resolver's worktree): its content as the merge's, a symbolic link as
+ * that link (never read through), or gone if the file is. What cannot be
+ * taken goes to *left, a clause saying what the resolver left (files that
+ * still hold conflict markers; what is neither a file nor a link, or lies
+ * beyond a link or file on its way), and the index keeps those conflicts.
  */
 static int take_resolved(git_repository *repo, git_index *merged, const char *dir, char **left)
 {
-	struct al_strbuf bad = AL_STRBUF_INIT;
+	struct al_strbuf bad = AL_STRBUF_INIT, marked = AL_STRBUF_INIT, odd = AL_STRBUF_INIT;
+	struct al_strbuf way = AL_STRBUF_INIT;
 	git_index_conflict_iterator *it = NULL;
 	const git_index_entry *anc, *ours, *theirs;
 	git_index_entry *entries = NULL;
@@ -361,29 +364,56 @@ static int take_resolved(git_repository *repo, git_index *merged, const char *di
 	git_index_conflict_iterator_free(it);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		git_index_entry *e = &entries[i];
-		char *file = al_xprintf("%s/%s", dir, e->path);
+		char *file = al_xprintf("%s/%s", dir, e->path), target[4096];
 		struct al_strbuf text = AL_STRBUF_INIT;
 		struct stat sb;
+		ssize_t len;
+		bool take = false;
 
-		if (lstat(file, &sb) < 0) { /* the resolver deleted it */
+		if (way_blocked(dir, e->path, &way)) { /* lstat() would look through it */
+			al_strbuf_addf(&odd, "%s'%s' beyond '%s', which is no directory",
+				       odd.len ? ", " : "", e->path, way.buf);
+		} else if (lstat(file, &sb) < 0) { /* the resolver deleted it */
 			if (git_index_conflict_remove(merged, e->path) < 0)
 				rc = fail("cannot resolve a conflict");
+		} else if (S_ISLNK(sb.st_mode)) {
+			if ((len = readlink(file, target, sizeof(target))) < 0) {
+				rc = al_err(AL_ERROR, "cannot read '%s': %s", file, strerror(errno));
+			} else {
+				al_strbuf_add(&text, target, (size_t)len);
+				e->mode = GIT_FILEMODE_LINK;
+				take = true;
+			}
+		} else if (!S_ISREG(sb.st_mode)) {
+			al_strbuf_addf(&odd, "%s'%s' as neither a file nor a symbolic link",
+				       odd.len ? ", " : "", e->path);
 		} else if ((rc = al_strbuf_read_file(&text, file, 0)) < 0) {
 			/* said */
 		} else if (has_markers(text.buf, text.len)) {
-			al_strbuf_addf(&bad, "%s%s", bad.len ? ", " : "", e->path);
-		} else if (git_blob_create_from_buffer(&e->id, repo, text.buf, text.len) < 0 ||
-			   git_index_conflict_remove(merged, e->path) < 0 ||
-			   git_index_add(merged, e) < 0) {
-			rc = fail("cannot resolve a conflict");
+			al_strbuf_addf(&marked, "%s%s", marked.len ? ", " : "", e->path);
+		} else {
+			if (e->mode == GIT_FILEMODE_LINK) /* a link in conflict, resolved as a file */
+				e->mode = GIT_FILEMODE_BLOB;
+			take = true;
 		}
+		if (take && (git_blob_create_from_buffer(&e->id, repo, text.buf, text.len) < 0 ||
+			     git_index_conflict_remove(merged, e->path) < 0 ||
+			     git_index_add(merged, e) < 0))
+			rc = fail("cannot resolve a conflict");
 		al_strbuf_release(&text);
 		free(file);
 	}
 	for (size_t i = 0; i < n; i++)
 		free((char *)entries[i].path);
 	free(entries);
+	if (marked.len)
+		al_strbuf_addf(&bad, "conflict markers in %s", marked.buf);
+	if (odd.len)
+		al_strbuf_addf(&bad, "%s%s", bad.len ? ", and " : "", odd.buf);
 	*left = bad.len ? al_strbuf_detach(&bad, NULL) : NULL;
+	al_strbuf_release(&way);
+	al_strbuf_release(&odd);
+	al_strbuf_release(&marked);
 	return rc;
 }
 

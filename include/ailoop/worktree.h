@@ -55,9 +55,11 @@ int al_worktree_conflicted(const char *path, const char *name, const char *branc
 /*
  * As al_worktree_merge, with each conflicting file taken from directory
  * `dir` (the resolver's worktree; a file gone there is deleted by the
- * merge). Returns 2 if a file there still holds a conflict marker line
- * ("<<<<<<< ", "=======", ">>>>>>> "), with *left those files (caller
- * frees), everything left as it was.
+ * merge, a symbolic link is merged as that link). Returns 2 if a file
+ * there still holds a conflict marker line ("<<<<<<< ", "=======",
+ * ">>>>>>> "), or is neither a file nor a link, or lies beyond a link or
+ * a file where its directory was, with *left saying so ("conflict markers
+ * in a.txt", caller frees), everything left as it was.
  */
 int al_worktree_merge_resolved(const char *branch, const char *message, const char *dir,
 			       char **left);
