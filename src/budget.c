@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #define HOUR 3600
+/* The last second of the year 9999: a later "time" in the record is no time. */
+#define TIME_MAX 253402300799LL
 
 pcre2_code *al_rate_limit_default(void)
 {
@@ -71,6 +73,7 @@ struct calls_seen {
 	dev_t dev;
 	ino_t ino;
 	off_t end; /* the complete lines read end here */
+	long lines; /* complete lines read */
 	long calls;
 	int64_t *times;
 	size_t first, n, alloc;
@@ -100,12 +103,53 @@ static void seen_add(struct calls_seen *s, int64_t t)
 }
 
 /*
+ * The time a line of the record gives, at `line` (`len` bytes without its
+ * newline): false unless it is digits alone, of a time up to the year 9999.
+ * An agent can write to the record: what it writes there must not make a
+ * wait overflow.
+ */
+static bool parse_time(const char *line, size_t len, int64_t *out)
+{
+	int64_t t = 0;
+
+	if (!len)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (line[i] < '0' || line[i] > '9' || t > (TIME_MAX - (line[i] - '0')) / 10)
+			return false;
+		t = t * 10 + (line[i] - '0');
+	}
+	*out = t;
+	return true;
+}
+
+/* Names a line of the record that is no time, once: each line is read once. */
+static void bad_line(struct al_progress *p, const char *path, long n, const char *line,
+		     size_t len)
+{
+	char shown[48];
+	size_t k;
+
+	if (!p)
+		return;
+	/* what an agent wrote, shown without what a terminal would obey */
+	for (k = 0; k < len && k < sizeof(shown) - 1; k++)
+		shown[k] = line[k] >= ' ' && line[k] < 0x7f ? line[k] : '?';
+	shown[k] = '\0';
+	al_progress_end(p);
+	fprintf(stderr, "ailoop: warning: ignoring line %ld of '%s': '%s%s' is not a time\n", n,
+		path, shown, k < len ? "..." : "");
+}
+
+/*
  * Brings `s` up to date with the record `fd` (locked) as of `now`. A last
  * line without its newline (a write cut short by a kill) is no call, and
  * is cut off with `fix`. A record that is another file, or shorter than
- * what was read (made anew), is read from its start.
+ * what was read (made anew), is read from its start. A line that is no
+ * time is no call, named on `p` if not NULL.
  */
-static int seen_update(struct calls_seen *s, int fd, const char *path, int64_t now, bool fix)
+static int seen_update(struct calls_seen *s, int fd, const char *path, int64_t now, bool fix,
+		       struct al_progress *p)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	char buf[4096];
@@ -136,12 +180,18 @@ static int seen_update(struct calls_seen *s, int fd, const char *path, int64_t n
 	}
 	for (size_t i = 0; i < end;) {
 		char *nl = memchr(sb.buf + i, '\n', end - i);
-		long long t = strtoll(sb.buf + i, NULL, 10);
+		size_t len = (size_t)(nl - sb.buf) - i;
+		int64_t t;
 
-		s->calls++;
-		if (t > now - HOUR)
-			seen_add(s, t);
-		i = (size_t)(nl - sb.buf) + 1;
+		s->lines++;
+		if (!parse_time(sb.buf + i, len, &t)) {
+			bad_line(p, path, s->lines, sb.buf + i, len);
+		} else {
+			s->calls++;
+			if (t > now - HOUR)
+				seen_add(s, t);
+		}
+		i += len + 1;
 	}
 	s->end += (off_t)end;
 	while (s->first < s->n && s->times[s->first] <= now - HOUR)
@@ -171,7 +221,7 @@ int al_budget_read(const char *run_dir, int per_hour, struct al_budget_use *use)
 
 	memset(use, 0, sizeof(*use));
 	if (fd >= 0) {
-		rc = seen_update(&s, fd, path, al_budget_now(), false);
+		rc = seen_update(&s, fd, path, al_budget_now(), false, NULL);
 		close(fd);
 	} else if (errno != ENOENT) {
 		rc = al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
@@ -319,7 +369,7 @@ int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms)
 			rc = al_err(AL_ERROR, "cannot lock '%s': %s", path, strerror(errno));
 			break;
 		}
-		if ((rc = seen_update(&seen, fd, path, now, true)) < 0)
+		if ((rc = seen_update(&seen, fd, path, now, true, ex->progress)) < 0)
 			break;
 		n = seen_in_hour(&seen);
 		spent = active_ms(ex) / 1000;
@@ -333,13 +383,13 @@ int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms)
 				     f->max_wall_seconds);
 		} else if (f->max_agent_calls_per_hour && n >= (size_t)f->max_agent_calls_per_hour) {
 			int64_t until = seen_room_at(&seen, f->max_agent_calls_per_hour);
-			char left[32], head[160];
+			char left[32], *head;
 
 			flock(fd, LOCK_UN); /* others may read, and wait too */
 			format_span(left, sizeof(left), until - now);
-			snprintf(head, sizeof(head), "ailoop: %zu agent calls in the last hour "
-				 "(limits.max_agent_calls_per_hour: %d): waiting to start %s", n,
-				 f->max_agent_calls_per_hour, what);
+			head = al_xprintf("ailoop: %zu agent calls in the last hour "
+					  "(limits.max_agent_calls_per_hour: %d): waiting to start %s",
+					  n, f->max_agent_calls_per_hour, what);
 			if (!announced) {
 				al_run_event(ex->run, "rate_limit_wait", "{s:s, s:i, s:i, s:i}", "call",
 					     what, "calls_last_hour", (int)n, "limit",
@@ -348,7 +398,9 @@ int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms)
 					al_progress_note(ex->progress, "%s for %s", head, left);
 				announced = true;
 			}
-			if ((rc = wait_until(ex, until, head, deadline_ms)) == AL_ETIMEOUT)
+			rc = wait_until(ex, until, head, deadline_ms);
+			free(head);
+			if (rc == AL_ETIMEOUT)
 				rc = al_err(AL_ETIMEOUT, "the node's deadline came while %s waited for "
 					    "the hourly limit (limits.max_agent_calls_per_hour)", what);
 			if (rc < 0)

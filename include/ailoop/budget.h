@@ -16,7 +16,8 @@
  * one line, its start time in seconds since the epoch, appended to the run's
  * logs/agent-calls under an flock: parallel children and resumes add to
  * the same count, and a line torn by a kill is dropped, its call never
- * having started. The file is never committed (logs/), so restoring the
+ * having started. A line that is not a time (digits alone, up to the year
+ * 9999) is no call: al_budget_acquire names it once as a warning. The file is never committed (logs/), so restoring the
  * run's files from git does not give calls back.
  *
  * - max_agent_calls: calls made in the whole run, over every resume;

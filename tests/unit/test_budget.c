@@ -123,3 +123,24 @@ Test(budget, each_call_reads_what_was_appended_since)
 	if (run.events_fd >= 0)
 		close(run.events_fd);
 }
+
+/*
+ * A line that is not a time (a number out of range, words, a sign) is no
+ * call: an agent can write into the record, and a time near the end of
+ * int64_t overflowed the window's end and spun the wait.
+ */
+Test(budget, a_line_that_is_no_time_is_ignored)
+{
+	struct al_budget_use use;
+	long long now = (long long)al_budget_now();
+	char text[512];
+
+	unit_enter_tmpdir();
+	snprintf(text, sizeof(text), "100\n9223372036854775000\n99999999999999999999\nabc\n-5\n"
+		 "12x\n\n%lld\n", now - 10);
+	unit_write("run/" AL_BUDGET_FILE, text);
+	cr_assert_eq(al_budget_read("run", 1, &use), 0);
+	cr_assert_eq(use.calls, 2, "only the two times are calls: %ld", use.calls);
+	cr_assert_eq(use.calls_last_hour, 1);
+	cr_assert_eq(use.wait_until, now - 10 + 3600);
+}
