@@ -166,6 +166,13 @@ static int seen_update(struct calls_seen *s, int fd, const char *path, int64_t n
 		s->dev = st.st_dev;
 		s->ino = st.st_ino;
 	}
+	/*
+	 * A call "in the future" was recorded before the clock moved back:
+	 * it counts as made now, no later, or the wait for the window's room
+	 * would last as long as the clock went back (sorted: the latest last).
+	 */
+	for (size_t i = s->n; i > s->first && s->times[i - 1] > now; i--)
+		s->times[i - 1] = now;
 	for (off = s->end; (got = pread(fd, buf, sizeof(buf), off)) > 0; off += got)
 		al_strbuf_add(&sb, buf, (size_t)got);
 	if (got < 0) {
@@ -189,7 +196,7 @@ static int seen_update(struct calls_seen *s, int fd, const char *path, int64_t n
 		} else {
 			s->calls++;
 			if (t > now - HOUR)
-				seen_add(s, t);
+				seen_add(s, t < now ? t : now);
 		}
 		i += len + 1;
 	}
@@ -199,6 +206,13 @@ static int seen_update(struct calls_seen *s, int fd, const char *path, int64_t n
 done:
 	al_strbuf_release(&sb);
 	return rc;
+}
+
+/* The clock moved back `back` seconds while this process waited: its times move with it. */
+static void seen_shift(struct calls_seen *s, int64_t back)
+{
+	for (size_t i = s->first; i < s->n; i++)
+		s->times[i] -= back;
 }
 
 /* The calls of the last hour in `s`. */
@@ -280,19 +294,28 @@ static void format_span(char *buf, size_t size, int64_t s)
  * (`what` says what for). AL_EINTR at an interrupt; AL_ETIMEOUT once the
  * node's deadline `deadline_ms` (al_now_ms(); 0: none) comes first. It
  * stops early, returning 0, once the run's time budget is spent, which
- * the caller then finds.
+ * the caller then finds. A clock that moves back does not make the wait
+ * longer: `until` moves back with it, and `*back` (if not NULL) adds how
+ * far it went.
  */
-static int wait_until(struct al_exec *ex, int64_t until, const char *what, int64_t deadline_ms)
+static int wait_until(struct al_exec *ex, int64_t until, const char *what, int64_t deadline_ms,
+		      int64_t *back)
 {
 	struct al_progress *p = ex->progress;
 	int max_wall = ex->flow->max_wall_seconds, rc = 0;
-	int64_t now;
+	int64_t now, left = until - al_budget_now();
 
 	while ((now = al_budget_now()) < until) {
 		struct pollfd pfd = { al_signals_fd(), POLLIN, 0 };
 		int step = test_clock() ? 50 : 1000;
 		int64_t to_deadline = deadline_ms ? deadline_ms - al_now_ms() : INT64_MAX;
 
+		if (until - now > left) {
+			if (back)
+				*back += until - now - left;
+			until = now + left;
+		}
+		left = until - now;
 		if (al_signals_count()) {
 			rc = AL_EINTR;
 			break;
@@ -306,10 +329,10 @@ static int wait_until(struct al_exec *ex, int64_t until, const char *what, int64
 		if (to_deadline < step)
 			step = (int)to_deadline + 1;
 		if (p && p->tty && !p->quiet) {
-			char left[32];
+			char span[32];
 
-			format_span(left, sizeof(left), until - now);
-			fprintf(stderr, "\r\033[K%s: %s", what, left);
+			format_span(span, sizeof(span), until - now);
+			fprintf(stderr, "\r\033[K%s: %s", what, span);
 			fflush(stderr);
 			p->live = true;
 		}
@@ -360,7 +383,7 @@ int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms)
 		return fd;
 	}
 	for (;;) {
-		int64_t now = al_budget_now(), spent;
+		int64_t now = al_budget_now(), spent, back = 0;
 		size_t n;
 		char line[32];
 		int len;
@@ -398,8 +421,9 @@ int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms)
 					al_progress_note(ex->progress, "%s for %s", head, left);
 				announced = true;
 			}
-			rc = wait_until(ex, until, head, deadline_ms);
+			rc = wait_until(ex, until, head, deadline_ms, &back);
 			free(head);
+			seen_shift(&seen, back);
 			if (rc == AL_ETIMEOUT)
 				rc = al_err(AL_ETIMEOUT, "the node's deadline came while %s waited for "
 					    "the hourly limit (limits.max_agent_calls_per_hour)", what);
@@ -453,7 +477,7 @@ int al_rate_limit_wait(struct al_exec *ex, const char *what, int attempt, int64_
 	snprintf(head, sizeof(head), "ailoop: %s hit a rate limit: retrying", what);
 	al_progress_note(ex->progress, "ailoop: %s hit a rate limit (attempt %d): retrying in "
 			 "%lld s", what, attempt + 1, (long long)s);
-	if (wait_until(ex, al_budget_now() + s, head, deadline_ms) == AL_ETIMEOUT)
+	if (wait_until(ex, al_budget_now() + s, head, deadline_ms, NULL) == AL_ETIMEOUT)
 		return al_err(AL_ETIMEOUT, "%s hit a rate limit, and the node's deadline came "
 			      "before it could try again", what);
 	return al_signals_count() ? AL_EINTR : 0;

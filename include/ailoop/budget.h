@@ -26,7 +26,9 @@
  *   paused, blocked or killed does not count, waits for the hourly limit do;
  * - max_agent_calls_per_hour: a sliding window of the recorded start times;
  *   when full, the next call waits until the oldest leaves it, and a resume
- *   after a kill waits what remains, the times being on disk.
+ *   after a kill waits what remains, the times being on disk; a time
+ *   later than now (the clock moved back) counts as now, so no wait is
+ *   longer than the window.
  *
  * A spent budget is AL_EBLOCKED: the run is blocked, the step not begun, and
  * `ailoop resume` after raising the limit in flow.yaml runs it.

@@ -30,7 +30,7 @@ echo $T0 >"$AILOOP_TEST_CLOCK"
 pid=$!
 i=0
 while ! grep -q "waiting to start" "$TEST_TMP/err" 2>/dev/null && kill -0 $pid 2>/dev/null &&
-	[ $i -lt 600 ]; do
+	[ $i -lt 1200 ]; do
 	sleep 0.05
 	i=$((i + 1))
 done

@@ -144,3 +144,29 @@ Test(budget, a_line_that_is_no_time_is_ignored)
 	cr_assert_eq(use.calls_last_hour, 1);
 	cr_assert_eq(use.wait_until, now - 10 + 3600);
 }
+
+/*
+ * After the clock moves back, the calls recorded before are "in the
+ * future": each counts as made now, no later, so the window's room comes
+ * an hour from now at the latest, never 28:30:00 away.
+ */
+Test(budget, a_call_in_the_future_counts_as_made_now)
+{
+	struct al_budget_use use;
+	long long now = 1800000000;
+	char text[128];
+
+	unit_enter_tmpdir();
+	snprintf(text, sizeof(text), "%lld\n", now);
+	unit_write("clock", text);
+	cr_assert_eq(setenv("AILOOP_TEST_CLOCK", "clock", 1), 0);
+	/* one call 27.5 hours ahead, one 10 minutes ahead, one 10 minutes ago */
+	snprintf(text, sizeof(text), "%lld\n%lld\n%lld\n", now + 99000, now + 600, now - 600);
+	unit_write("run/" AL_BUDGET_FILE, text);
+	cr_assert_eq(al_budget_read("run", 1, &use), 0);
+	cr_assert_eq(use.calls_last_hour, 3, "every call counts");
+	cr_assert_eq(use.wait_until, now + 3600, "the wait is an hour at most: %lld s",
+		     (long long)(use.wait_until - now));
+	cr_assert_eq(al_budget_read("run", 3, &use), 0);
+	cr_assert_eq(use.wait_until, now - 600 + 3600, "the oldest of the hour still leaves first");
+}
