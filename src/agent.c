@@ -145,7 +145,7 @@ static void read_metrics(struct al_check *c, struct al_agent *a, const struct al
 				       k->str);
 			continue;
 		}
-		re = al_check_regex(c, pat, k->str);
+		re = al_check_regex_scan(c, pat, k->str);
 		if (!re)
 			continue;
 		pcre2_pattern_info(re, PCRE2_INFO_CAPTURECOUNT, &groups);

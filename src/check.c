@@ -143,7 +143,8 @@ bool al_check_string_list(struct al_check *c, const struct al_val *v, const char
 	return true;
 }
 
-pcre2_code *al_check_regex(struct al_check *c, const struct al_val *v, const char *key)
+static pcre2_code *compile(struct al_check *c, const struct al_val *v, const char *key,
+			   uint32_t options)
 {
 	const char *s;
 	pcre2_code *re;
@@ -152,9 +153,7 @@ pcre2_code *al_check_regex(struct al_check *c, const struct al_val *v, const cha
 
 	if (!al_check_string(c, v, key, &s))
 		return NULL;
-	/* output is bytes: what is not UTF-8 in it is skipped, not a failed match */
-	re = pcre2_compile((PCRE2_SPTR)s, v->len, PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &code, &off,
-			   NULL);
+	re = pcre2_compile((PCRE2_SPTR)s, v->len, options, &code, &off, NULL);
 	if (!re) {
 		PCRE2_UCHAR msg[256];
 		struct al_pos pos = v->pos;
@@ -165,4 +164,15 @@ pcre2_code *al_check_regex(struct al_check *c, const struct al_val *v, const cha
 			       (const char *)msg);
 	}
 	return re;
+}
+
+pcre2_code *al_check_regex(struct al_check *c, const struct al_val *v, const char *key)
+{
+	/* output is bytes: what is not UTF-8 in it is skipped, not a failed match */
+	return compile(c, v, key, PCRE2_UTF | PCRE2_MATCH_INVALID_UTF);
+}
+
+pcre2_code *al_check_regex_scan(struct al_check *c, const struct al_val *v, const char *key)
+{
+	return compile(c, v, key, PCRE2_UTF | PCRE2_AUTO_CALLOUT);
 }

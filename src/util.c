@@ -263,6 +263,16 @@ bool al_utf8_valid(const char *s, size_t len)
 	return true;
 }
 
+size_t al_utf8_valid_len(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+	size_t n;
+
+	while (p < end && (n = utf8_seq(p, end)))
+		p += n;
+	return (size_t)(p - (const unsigned char *)s);
+}
+
 void al_utf8_repair(struct al_strbuf *out, const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s, *end = p + len;

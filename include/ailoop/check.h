@@ -49,8 +49,19 @@ bool al_check_string_list(struct al_check *c, const struct al_val *v, const char
  */
 pcre2_code *al_check_regex(struct al_check *c, const struct al_val *v, const char *key);
 
+/*
+ * A pattern matched over and over, at every match of a whole text (a
+ * sensor's metric): compiled for sensor.c, which matches the text's
+ * fragments of valid UTF-8 itself (PCRE2_MATCH_INVALID_UTF would check the
+ * rest of the text again at each match) and counts every step of the
+ * pattern (PCRE2_AUTO_CALLOUT) to bound the whole scan.
+ */
+pcre2_code *al_check_regex_scan(struct al_check *c, const struct al_val *v, const char *key);
+
 /* Match limits applied to every match of a user pattern. */
 #define AL_REGEX_MATCH_LIMIT 1000000
 #define AL_REGEX_DEPTH_LIMIT 10000
+/* Steps of a scan of a whole text, every match of it together. */
+#define AL_REGEX_SCAN_LIMIT (10 * AL_REGEX_MATCH_LIMIT)
 
 #endif

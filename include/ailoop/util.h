@@ -83,6 +83,8 @@ bool al_utf8_text(const char *s, size_t len, int *line, int *col);
 struct al_strbuf;
 /* Whether `s` is well-formed UTF-8 (any characters, NUL included). */
 bool al_utf8_valid(const char *s, size_t len);
+/* The length of the longest prefix of `s` that is well-formed UTF-8. */
+size_t al_utf8_valid_len(const char *s, size_t len);
 /*
  * Appends `s` to `out` as well-formed UTF-8: each byte that does not begin
  * a well-formed sequence becomes U+FFFD. For text of arbitrary bytes (agent

@@ -42,6 +42,16 @@ Test(util, utf8_repair_replaces_each_bad_byte_and_keeps_the_rest)
 	al_strbuf_release(&sb);
 }
 
+Test(util, utf8_valid_len_ends_at_the_first_bad_sequence)
+{
+	cr_assert_eq(al_utf8_valid_len("caf\xc3\xa9!", 6), 6, "all of it");
+	cr_assert_eq(al_utf8_valid_len("caf\xe9 ok", 7), 3, "a Latin-1 byte");
+	cr_assert_eq(al_utf8_valid_len("ab\xc3", 3), 2, "a character cut short");
+	cr_assert_eq(al_utf8_valid_len("a\xed\xa0\x80", 4), 1, "a surrogate");
+	cr_assert_eq(al_utf8_valid_len("\xff", 1), 0);
+	cr_assert_eq(al_utf8_valid_len("", 0), 0);
+}
+
 Test(util, strv_sort_orders_paths_as_git_does_and_has_finds_them)
 {
 	/* byte order: '-' (0x2d) and '.' before '/' (0x2f), upper case before lower */
