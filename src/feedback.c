@@ -66,6 +66,40 @@ static bool one_of(const char *s, const char *const *set, size_t n)
 	return false;
 }
 
+/* A text of the sender's output `file` as its record keeps it: cut at AL_FEEDBACK_TEXT_MAX. */
+static json_t *kept_text(const struct al_val *x, const char *file)
+{
+	size_t len = strlen(x->str);
+	char *cut, *text;
+	json_t *j;
+
+	if (len <= AL_FEEDBACK_TEXT_MAX)
+		return json_string(x->str);
+	cut = al_strndup(x->str, AL_FEEDBACK_TEXT_MAX);
+	al_utf8_cut(cut, AL_FEEDBACK_TEXT_MAX);
+	text = al_xprintf("%s [cut: %zu bytes in all, in %s]", cut, len, file);
+	j = json_string(text);
+	free(text);
+	free(cut);
+	return j;
+}
+
+/* A feedback's message, quoted in a message of ailoop's: its start. */
+static char *quoted(const json_t *f)
+{
+	const char *msg = str(f, "message");
+	char *q = al_strdup(msg);
+
+	al_utf8_cut(q, AL_FEEDBACK_QUOTE_MAX);
+	if (strlen(q) < strlen(msg)) {
+		char *more = al_xprintf("%s...", q);
+
+		free(q);
+		q = more;
+	}
+	return q;
+}
+
 int al_feedback_parse(const struct al_val *v, const char *file, json_t **out)
 {
 	static const char *const required[] = { "to", "type", "message" };
@@ -88,7 +122,7 @@ int al_feedback_parse(const struct al_val *v, const char *file, json_t **out)
 			json_decref(f);
 			return bad(file, x, "expected a string, got %s", al_val_describe(x));
 		}
-		json_object_set_new(f, required[i], json_string(x->str));
+		json_object_set_new(f, required[i], kept_text(x, file));
 	}
 	for (size_t i = 0; i < AL_ARRAY_SIZE(optional); i++) {
 		const struct al_val *x = al_val_get(v, optional[i]);
@@ -99,7 +133,7 @@ int al_feedback_parse(const struct al_val *v, const char *file, json_t **out)
 			json_decref(f);
 			return bad(file, x, "expected a string, got %s", al_val_describe(x));
 		}
-		json_object_set_new(f, optional[i], json_string(x->str));
+		json_object_set_new(f, optional[i], kept_text(x, file));
 	}
 	if (!one_of(str(f, "type"), al_feedback_types, AL_ARRAY_SIZE(al_feedback_types))) {
 		const struct al_val *x = al_val_get(v, "type");
@@ -403,9 +437,12 @@ int al_feedback_after_action(struct al_node_run *nr, const struct al_md *md, con
 	}
 	if (old && fb && !strcmp(str(fb, "to"), str(old, "to"))) {
 		if (num(old, "round") >= AL_FEEDBACK_MAX_ROUNDS) {
+			char *q = quoted(fb);
+
 			msg = al_xprintf("feedback %s from '%s' to '%s' still unresolved after %d "
 					 "rounds: %s", str(old, "id"), str(old, "from"),
-					 str(old, "to"), AL_FEEDBACK_MAX_ROUNDS, str(fb, "message"));
+					 str(old, "to"), AL_FEEDBACK_MAX_ROUNDS, q);
+			free(q);
 			rc = record(ex, old, "failed", msg);
 			refuse(nr, status, summary, msg);
 			free(msg);

@@ -29,6 +29,15 @@
 #define AL_FEEDBACK_FILE "feedback.jsonl"
 #define AL_FEEDBACK_MAX_ROUNDS 2
 #define AL_FEEDBACK_MAX_DEPTH 3
+/*
+ * Bytes of a feedback's message or suggested_fix kept in its record (which
+ * feedback.jsonl repeats at each state, and the target's prompt shows), as
+ * output_to_memory keeps a body: a longer text is cut, and says so; the
+ * whole is in the sender's output file. Quoted in a message, a feedback's
+ * text is cut at AL_FEEDBACK_QUOTE_MAX.
+ */
+#define AL_FEEDBACK_TEXT_MAX (64 * 1024)
+#define AL_FEEDBACK_QUOTE_MAX 200
 
 extern const char *const al_feedback_types[4];
 

@@ -100,6 +100,40 @@ expect_eq "$(triples "$R" | awk '{print $2, $3}' | tr '\n' ,)" \
 	"s/build complete,s/check complete,s/build complete,s/check complete,s complete," \
 	"resolved: each run of a node has its commit"
 
+# --- a 3 MB message: its record keeps 64 KiB of it, and says it was cut
+
+case_repo huge <<'YAML'
+version: 1
+flow:
+  id: s
+  type: sequence
+  children:
+    - {id: build, agent: fb}
+    - {id: check, agent: fb, feedback_enabled: true}
+YAML
+plan <<'PLAN'
+case $node in
+check) feedback build FIX_REQUEST "$(head -c 3000000 /dev/zero | tr '\0' x)" ;;
+esac
+PLAN
+go
+expect_rc 1 "huge: the run fails after two rounds, as any"
+expect_eq "$(states)" "fb-1:queued fb-1:delivered fb-1:processing fb-1:verifying fb-1:queued fb-1:delivered fb-1:processing fb-1:verifying fb-1:failed" \
+	"huge: every state is recorded"
+[ "$(wc -c <"$run_dir/feedback.jsonl")" -lt 1000000 ] && pass ||
+	fail "huge: feedback.jsonl is $(wc -c <"$run_dir/feedback.jsonl") bytes"
+[ "$(wc -c <"$run_dir/events.jsonl")" -lt 200000 ] && pass ||
+	fail "huge: events.jsonl is $(wc -c <"$run_dir/events.jsonl") bytes"
+[ "${#err}" -lt 10000 ] && pass || fail "huge: ${#err} bytes on stderr"
+note=" [cut: 3000000 bytes in all, in $run_dir/nodes/s/check/action-output.md]"
+expect_eq "$(jq -r 'select(.status == "failed") | .message | length' "$run_dir/feedback.jsonl")" \
+	$((65536 + ${#note})) "huge: the message keeps 64 KiB, and a note"
+expect_in "$(jq -r 'select(.status == "failed") | .message[-200:]' "$run_dir/feedback.jsonl")" \
+	"xxx$note" "huge: the message says it was cut, and where the whole is"
+expect_in "$err" "still unresolved after 2 rounds: xxxxxxxxxx" "huge: the failure is reported"
+expect_in "$err" "xxx..." "huge: quoting the start of the message"
+expect_in "$(cat "$TRAIL")" "build sees: FIX_REQUEST from 's/check'" "huge: the target still has it in its prompt"
+
 # --- unresolved after two rounds: failed, and the sender's node fails
 
 case_repo rounds <<'YAML'
