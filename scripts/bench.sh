@@ -38,6 +38,10 @@
 #   ./scripts/bench.sh worktree    only a parallel child's worktree: made,
 #                                  merged and removed by ailoop vs the git CLI
 #                                  in a repository of F=20,000 files
+#   ./scripts/bench.sh parallel-many  only a parallel node of trivial shared
+#                                  children, N=100 and N=400 of them (M=, at most
+#                                  8 at a time): the cost per child of each, which
+#                                  must not grow with the number of siblings
 #   N=500 L=20000 REPS=7 AILOOP=path ./scripts/bench.sh
 #   PROFILE=1 ./scripts/bench.sh   then where the instructions go (callgrind)
 set -euo pipefail
@@ -137,13 +141,77 @@ if [ "$mode" = worktree ]; then
 	bench_worktree
 	exit
 fi
+
+# --- parallel-many: the cost of a shared child beside many siblings ------------
+# A parallel node (isolation: shared, at most 8 children at a time) of N
+# children whose agent does nothing, for N=100 and N=M (400): the run's
+# wall time and processor time (ailoop's processes and the agents) per
+# child. Each child commits once; its commit scans the work tree, and what
+# that scan reads must not grow with the siblings' node directories.
+# Goal: the per-child figures of both within 1.5x of each other.
+bench_parallel_many() {
+	local tmp n d t0 t1 cpu reps=${REPS:-3} i
+	local -A wall_of cpu_of
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/ailoop-bench-pm.XXXXXX")
+	trap 'rm -rf "$tmp"' RETURN
+	spread "$tmp"
+	if [ -z "${AILOOP:-}" ]; then
+		cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+		cmake --build "$src/build" -j 2 --target ailoop >/dev/null
+		AILOOP=$src/build/ailoop
+	fi
+	export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com
+	export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+	export GIT_CONFIG_NOSYSTEM=1 HOME=$tmp NO_COLOR=1 AILOOP_FSYNC=0 TIMEFORMAT='%R %U %S'
+	for n in ${N:-100} ${M:-400}; do
+		local walls=() cpus=()
+		for ((i = 0; i < reps; i++)); do
+			d=$tmp/many-$n-$i
+			mkdir -p "$d/.ai-loop/agents"
+			git -C "$d" init -q -b main
+			printf -- '---\nname: noop\ncommand: "true"\n---\nNothing.\n' \
+				>"$d/.ai-loop/agents/noop.md"
+			{
+				printf 'version: 1\nflow:\n  id: many\n  type: parallel\n'
+				printf '  isolation: shared\n  max_concurrency: 8\n  children:\n'
+				awk -v n="$n" 'BEGIN { for (i = 1; i <= n; i++)
+					printf "    - {id: c%d, agent: .ai-loop/agents/noop.md}\n", i }'
+			} >"$d/.ai-loop/flow.yaml"
+			git -C "$d" add -A && git -C "$d" commit -q -m "$n children"
+			# wall, user and system seconds of the run and all it waited for
+			read -r t0 t1 cpu < <({ time (cd "$d" && "$AILOOP" run --quiet "many" \
+				>/dev/null 2>&1); } 2>&1) ||
+				{ echo "bench: the run of $n children failed" >&2; return 1; }
+			[ "$(git -C "$d" log --format=%s | grep -c '^ai-loop\[many > c')" = "$n" ] ||
+				{ echo "bench: the run did not commit its $n children" >&2; return 1; }
+			walls+=("$t0") cpus+=("$(awk -v u="$t1" -v s="$cpu" 'BEGIN { print u + s }')")
+			rm -rf "$d"
+		done
+		wall_of[$n]=$(printf '%s\n' "${walls[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+		cpu_of[$n]=$(printf '%s\n' "${cpus[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+	done
+	echo "parallel-many bench: trivial shared children, at most 8 at a time, medians of $reps"
+	for n in ${N:-100} ${M:-400}; do
+		awk -v n="$n" -v w="${wall_of[$n]}" -v c="${cpu_of[$n]}" 'BEGIN {
+			printf "  %4d children: %7.2f s wall, %7.2f s cpu; per child %6.1f ms wall, %6.1f ms cpu\n",
+				n, w, c, w * 1000 / n, c * 1000 / n }'
+	done
+	awk -v a="${wall_of[${N:-100}]}" -v na="${N:-100}" -v b="${wall_of[${M:-400}]}" -v nb="${M:-400}" \
+		-v ca="${cpu_of[${N:-100}]}" -v cb="${cpu_of[${M:-400}]}" 'BEGIN {
+		printf "  per child, %d / %d children: %.2f wall, %.2f cpu (goal <= 1.5)\n",
+			nb, na, (b / nb) / (a / na), (cb / nb) / (ca / na) }'
+}
+if [ "$mode" = parallel-many ]; then
+	bench_parallel_many
+	exit
+fi
 case $mode in
 full) N=${N:-200} L=${L:-10000} REPS=${REPS:-5} FLOW_NODES=${FLOW_NODES:-10000} ;;
 quick) N=${N:-10} L=${L:-200} REPS=${REPS:-3} FLOW_NODES=${FLOW_NODES:-1000} ;;
 conditions | report) ;;
 bigrepo) N=${N:-100} REPS=${REPS:-3} ;;
 overhead) N=${N:-200} REPS=${REPS:-5} ;;
-*) echo "usage: scripts/bench.sh [quick | overhead | conditions | report | bigrepo | worktree]" >&2; exit 64 ;;
+*) echo "usage: scripts/bench.sh [quick | overhead | conditions | report | bigrepo | worktree | parallel-many]" >&2; exit 64 ;;
 esac
 
 # 10,000 evaluations over a memory of 100,000 keys (BENCH_CONDITIONS: a built binary)

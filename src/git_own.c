@@ -148,6 +148,10 @@ static int restore_from_tree(const char *root, const git_tree_entry *te, void *d
 	char *path = al_xprintf("%s/%s%s", w->own_dir, root, git_tree_entry_name(te));
 	struct stat st;
 
+	if (git_tree_entry_type(te) == GIT_OBJECT_TREE && al_git_sibling_dir(path)) {
+		free(path);
+		return 1; /* a sibling's, whose commit puts it back */
+	}
 	if (git_tree_entry_type(te) == GIT_OBJECT_BLOB && lstat(path, &st) < 0 &&
 	    (errno == ENOENT || errno == ENOTDIR) && restorable(path, w->own_dir))
 		w->rc = put_back(w->g, git_tree_entry_id(te), path);

@@ -167,6 +167,20 @@ bool al_git_own_tampered(git_index *index, const char *path, const char *own_dir
 int al_git_own_replaced(struct al_git *g, git_index *index, const char *path,
 			const char *own_dir);
 int al_git_own_from_head(struct al_git *g, const char *own_dir);
+/*
+ * A child of a shared parallel node leaves its siblings' node directories
+ * to them (al_git_leave_siblings, git_siblings.c). Whether directory
+ * `dir` (relative to the work tree's root) is, or is below, one of them.
+ */
+bool al_git_sibling_dir(const char *dir);
+/* Whether this process leaves any out. */
+bool al_git_siblings_left(void);
+/*
+ * The paths the status pass walks then (sorted, each a file or a
+ * directory and all below it): everything but the siblings' directories.
+ * Free with al_strv_free.
+ */
+int al_git_siblings_paths(git_index *index, char ***out, size_t *nout);
 int al_git_runs_as_head(struct al_git *g);
 
 /*

@@ -85,8 +85,13 @@ static int stage_own_files(struct al_git *g, git_index *index, const char *dir)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		al_strbuf_addf(&path, "%s/%s", dir, de->d_name);
+		if (de->d_type == DT_DIR && al_git_sibling_dir(path.buf)) {
+			al_strbuf_release(&path);
+			continue; /* a sibling's: not even a stat */
+		}
 		if (lstat(path.buf, &st) == 0) {
-			if (S_ISDIR(st.st_mode) && !not_run_files(path.buf))
+			if (S_ISDIR(st.st_mode) && !not_run_files(path.buf) &&
+			    !al_git_sibling_dir(path.buf))
 				rc = stage_own_files(g, index, path.buf);
 			else if (S_ISREG(st.st_mode) && !al_git_unrecorded(path.buf) &&
 				 stat_differs(git_index_get_bypath(index, path.buf, 0), &st))
@@ -333,6 +338,8 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 	git_repository *repo = g->repo;
 	git_status_options opts;
 	git_status_list *list = NULL;
+	char **only = NULL;
+	size_t nonly = 0;
 	int rc = 0;
 
 	if (!own_dir && (rc = al_git_runs_as_head(g)) < 0)
@@ -346,11 +353,19 @@ static int stage_changes(struct al_git *g, git_index *index, const char *own_dir
 	opts.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
 	opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
 		     GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
-	if ((rc = git_status_list_new(&list, repo, &opts)) < 0) {
+	if (al_git_siblings_left()) { /* a shared parallel child: its siblings' files are theirs */
+		al_git_siblings_paths(index, &only, &nonly);
+		opts.pathspec.strings = only;
+		opts.pathspec.count = nonly;
+		opts.flags |= GIT_STATUS_OPT_DISABLE_PATHSPEC_MATCH; /* paths, not patterns */
+	}
+	rc = (nonly || !al_git_siblings_left()) ? git_status_list_new(&list, repo, &opts) : 0;
+	al_strv_free(only, nonly);
+	if (rc < 0) {
 		scan_failed(repo);
 		return rc;
 	}
-	for (size_t i = 0; i < git_status_list_entrycount(list) && rc == 0; i++) {
+	for (size_t i = 0; list && i < git_status_list_entrycount(list) && rc == 0; i++) {
 		const git_status_entry *e = git_status_byindex(list, i);
 		const git_diff_delta *d = e->index_to_workdir;
 		const char *path;
@@ -594,7 +609,7 @@ static bool watch_skip(const char *rel, void *data)
 	bool skip;
 
 	if (al_starts_with(rel, AL_RUNS_DIR "/"))
-		return not_run_files(rel);
+		return not_run_files(rel) || al_git_sibling_dir(rel);
 	if (al_git_below(AL_RUNS_DIR, rel))
 		return false; /* .ai-loop, .ai-loop/runs: the way to them */
 	dir = al_xprintf("%s/", rel);

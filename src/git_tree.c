@@ -184,5 +184,14 @@ int al_git_write_tree(struct al_git *g, git_index *index, const git_tree *parent
 	al_git_trace("tree", "from the whole index");
 	if (git_index_write_tree(out, index) < 0)
 		return al_git_fail("cannot stage the work tree");
+	/*
+	 * A shared parallel child's index is read next by another process
+	 * (a sibling, the parent): written again now, its tree cache is
+	 * valid, where the file written before the tree had every staged
+	 * path's trees invalid, and each sibling's commit wrote every tree
+	 * the ones before it had staged all over again.
+	 */
+	if (al_git_siblings_left() && git_index_write(index) < 0)
+		return al_git_fail("cannot write the index");
 	return 0;
 }

@@ -260,6 +260,8 @@ static void kid_main(struct al_node_run *nr, size_t k, int msg_fd, pid_t parent)
 	ex->commits_since = nr->st.base_commit;
 	ex->commits = 0;
 	rc = isolated(nr->n) ? enter_worktree(ex, c) : 0;
+	if (!isolated(nr->n)) /* its siblings' nodes are theirs to commit */
+		al_git_leave_siblings(nr->dir, c->id);
 	if (ex->isolated) /* its commits do not carry the run's state (git.h) */
 		al_durable_relax(false);
 	ex->agents_file = agents_record(ex, c);

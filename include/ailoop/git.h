@@ -100,6 +100,16 @@ int al_git_check_head(struct al_git *g, const char *own_dir);
 int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir,
 		      char oid[AL_OID_HEX]);
 /*
+ * In a forked child of a parallel node whose children share the work tree
+ * (`node_dir`: the parallel node's directory, relative to the work tree's
+ * root; `own`: the child's id): from now on this process's stagings, and
+ * its watch, leave out the other children's node directories below
+ * `node_dir`, which each of them commits itself and the parallel node's
+ * own commit scans, so that a child's commit costs the same whatever the
+ * number of its siblings. Processes forked from this one inherit it.
+ */
+void al_git_leave_siblings(const char *node_dir, const char *own);
+/*
  * From now on each commit scans the whole work tree instead of trusting a
  * watch of it: for agents that may write to it from other hosts, whose
  * changes inotify does not report here.
