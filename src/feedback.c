@@ -271,6 +271,7 @@ int al_feedback_log_parse(struct al_feedback_log *log, const char *text, size_t 
 			log->n++;
 		}
 		log->items[i] = rec;
+		log->last = rec;
 	}
 	return 0;
 }
@@ -384,6 +385,22 @@ static json_t *queued_by(const struct al_feedback_log *log, const char *from, co
 	return NULL;
 }
 
+/*
+ * A refusal recorded for the sender's entry in `label` as the log's last
+ * line: killed after the record and before the sender's end, the sender
+ * ran again and asked again. Its refusal is that one, not another (which
+ * would count the pair's rounds again, and say so, in a second failed
+ * record). Any other feedback recorded since would come after it.
+ */
+static const json_t *refused_in(const struct al_feedback_log *log, const char *from,
+				const char *label)
+{
+	const json_t *f = log->last;
+
+	return f && !strcmp(str(f, "status"), "failed") && !strcmp(str(f, "from"), from) &&
+		       !strcmp(str(f, "refused"), label) ? f : NULL;
+}
+
 /* The sender's node fails with `msg`, which the user sees. */
 static void refuse(struct al_node_run *nr, const char **status, char **summary, const char *msg)
 {
@@ -405,6 +422,7 @@ int al_feedback_after_action(struct al_node_run *nr, const struct al_md *md, con
 	struct al_feedback_log log;
 	const struct al_val *v = md && nr->n->feedback_enabled ? al_md_get(md, "feedback") : NULL;
 	json_t *fb = NULL, *old, *again;
+	const json_t *done;
 	char *msg;
 	int rc;
 
@@ -421,6 +439,10 @@ int al_feedback_after_action(struct al_node_run *nr, const struct al_md *md, con
 		fb = NULL;
 		if (old)
 			rc = record(ex, old, "failed", "its sender's feedback was invalid");
+		goto out;
+	}
+	if (fb && (done = refused_in(&log, nr->n->path, nr->st.label))) {
+		refuse(nr, status, summary, str(done, "reason"));
 		goto out;
 	}
 	if (again && fb && !strcmp(str(fb, "to"), str(again, "to"))) {
@@ -443,6 +465,7 @@ int al_feedback_after_action(struct al_node_run *nr, const struct al_md *md, con
 					 "rounds: %s", str(old, "id"), str(old, "from"),
 					 str(old, "to"), AL_FEEDBACK_MAX_ROUNDS, q);
 			free(q);
+			json_object_set_new(old, "refused", json_string(nr->st.label));
 			rc = record(ex, old, "failed", msg);
 			refuse(nr, status, summary, msg);
 			free(msg);
@@ -475,6 +498,7 @@ int al_feedback_after_action(struct al_node_run *nr, const struct al_md *md, con
 		msg = al_strdup(al_errmsg());
 		json_object_set_new(fb, "id", json_sprintf("fb-%zu", log.n + 1));
 		json_object_set_new(fb, "round", json_integer(0));
+		json_object_set_new(fb, "refused", json_string(nr->st.label));
 		rc = record(ex, fb, "failed", msg);
 		refuse(nr, status, summary, msg);
 		free(msg);

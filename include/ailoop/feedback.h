@@ -61,6 +61,7 @@ int al_feedback_route(const struct al_flow *flow, const struct al_node *sender, 
 struct al_feedback_log {
 	json_t **items;
 	size_t n;
+	const json_t *last; /* the record of the file's last line (one of items), or NULL */
 };
 int al_feedback_log_parse(struct al_feedback_log *log, const char *text, size_t len);
 /* AL_ENOTFOUND-free: a missing file is an empty log. */
