@@ -235,6 +235,32 @@ static int enter_worktree(struct al_exec *ex, const struct al_node *c)
 }
 
 /*
+ * A child in a worktree that failed with `rc`: if its worktree is gone
+ * (an agent's `git worktree remove`, a sibling's among them), that is
+ * the failure, named with what was removed, and an agent's doing like
+ * HEAD moved (AL_EMOVED: the run pauses; a resume makes them again),
+ * not the internal error libgit2's missing HEAD would be.
+ */
+static int worktree_gone(struct al_node_run *nr, const struct al_node *c, struct al_git *git,
+			 int rc)
+{
+	char *path = wt_path(nr->ex, c), *branch = wt_branch(nr->ex, c);
+
+	if (!al_dir_exists(path)) {
+		bool kept = git && al_git_branch_exists(git, branch);
+
+		rc = al_err(AL_EMOVED, "parallel child '%s': its worktree '%s'%s%s%s removed while "
+			    "it worked (as 'git worktree remove' does): the run is paused, and "
+			    "'ailoop resume' makes %s again from the parallel node's start",
+			    c->path, path, kept ? "" : " and its branch '", kept ? "" : branch,
+			    kept ? " was" : "' were", kept ? "it" : "them");
+	}
+	free(path);
+	free(branch);
+	return rc;
+}
+
+/*
  * The child process: its own git handle, working memory, condition cache,
  * agents' record and signal pipe (nothing of the parent's that holds a
  * file offset or a libgit2 object), then the child node, then its exit.
@@ -290,6 +316,8 @@ static void kid_main(struct al_node_run *nr, size_t k, int msg_fd, pid_t parent)
 	free(cache);
 	if (rc == 0)
 		rc = al_exec_node(ex, c, nr->task, nr->parent_label, false, nr->deadline, &res);
+	if (rc < 0 && rc != AL_EINTR && ex->isolated)
+		rc = worktree_gone(nr, c, git, rc);
 	if (rc == 0)
 		rc = al_durable_point(); /* what the child wrote last, before the parent reads it */
 	if (rc == 0)
