@@ -104,6 +104,14 @@ int al_git_open(struct al_git **out)
 		 */
 		git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, (int)GIT_OBJECT_TREE,
 				 (size_t)1 << 20);
+		/*
+		 * libgit2's object cache may grow to 256 MiB, which a run of
+		 * thousands of iterations reaches bit by bit (10,000 iterations:
+		 * 9.7 MB to 65 MB resident) though a commit needs only the trees
+		 * on its way and its parent. 16 MiB holds every tree of a
+		 * 20,000-file work tree (about 1 MiB) many times over.
+		 */
+		git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)AL_GIT_CACHE_MAX);
 		al_git_filters_register();
 		initialised = true;
 	}
@@ -140,6 +148,14 @@ void al_git_free(struct al_git *g)
 {
 	if (!g)
 		return;
+#ifdef AILOOP_TEST_HOOKS
+	if (getenv("AILOOP_CACHE_REPORT")) { /* what the object cache holds, and may */
+		ssize_t used = 0, allowed = 0;
+
+		git_libgit2_opts(GIT_OPT_GET_CACHED_MEMORY, &used, &allowed);
+		fprintf(stderr, "ailoop: object cache: %zd of %zd bytes\n", used, allowed);
+	}
+#endif
 	git_signature_free(g->author);
 	git_signature_free(g->committer);
 	free(g->branch_ref);

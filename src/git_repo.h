@@ -13,6 +13,9 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+/* The cap of libgit2's object cache for a long-running process (git.c). */
+#define AL_GIT_CACHE_MAX ((size_t)16 << 20)
+
 struct al_git {
 	git_repository *repo;
 	git_signature *author;    /* who commits, worked out once */
