@@ -51,6 +51,7 @@ bool al_split_front_matter(const char *text, size_t len, const char **fm, size_t
 static const char *const agent_keys[] = {
 	"name", "description", "tools", "disallowedTools", "model", "color",
 	"runner", "command", "timeout", "target", "metrics", "pass_if", "fail_if",
+	"format_retries",
 };
 
 /* `tools` may be a list or, as in Claude Code agent files, "Read, Write". */
@@ -215,6 +216,8 @@ static void read_front_matter(struct al_check *c, struct al_agent *a, const stru
 			read_command(c, a, v);
 		else if (!strcmp(key, "timeout"))
 			al_check_int(c, v, key, 1, 7 * 24 * 3600, &a->timeout);
+		else if (!strcmp(key, "format_retries"))
+			al_check_int(c, v, key, 0, AL_MAX_FORMAT_RETRIES, &a->format_retries);
 		else if (!strcmp(key, "target"))
 			al_check_string(c, v, key, &a->target);
 		else if (!strcmp(key, "metrics"))
@@ -313,6 +316,7 @@ struct al_agent *al_agents_load(struct al_agents *agents, const char *path,
 		return a;
 	}
 	a = al_calloc(1, sizeof(*a));
+	a->format_retries = -1;
 	a->path = al_strdup(path);
 	AL_GROW(agents->v, agents->n, agents->alloc);
 	agents->v[agents->n++] = a;

@@ -140,7 +140,8 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 {
 	static const char *const default_keys[] = { "runner", "agent_timeout_seconds",
 						    "action_agent", "termination", "executor",
-						    "slurm", "parallel_isolation" };
+						    "slurm", "parallel_isolation",
+						    "format_retries" };
 	static const char *const on_error[] = { "fail-fast", "continue" };
 	struct al_flow *f = l->flow;
 	const char *name = k->str;
@@ -189,6 +190,8 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 				f->default_runner_pos = val->pos;
 		} else if (!strcmp(s, "agent_timeout_seconds")) {
 			al_check_int(&l->c, val, s, 1, 7 * 24 * 3600, &f->agent_timeout_seconds);
+		} else if (!strcmp(s, "format_retries")) {
+			al_check_int(&l->c, val, s, 0, AL_MAX_FORMAT_RETRIES, &f->format_retries);
 		} else if (!strcmp(s, "executor")) {
 			al_slurm_read_executor(&l->c, val, &f->slurm);
 		} else if (!strcmp(s, "slurm")) {
@@ -453,6 +456,7 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 	f->file = al_strdup(file);
 	f->diags = d;
 	f->agent_timeout_seconds = AL_DEFAULT_AGENT_TIMEOUT;
+	f->format_retries = AL_DEFAULT_FORMAT_RETRIES;
 	f->no_progress_limit = AL_DEFAULT_NO_PROGRESS_LIMIT;
 	f->same_error_limit = AL_DEFAULT_SAME_ERROR_LIMIT;
 	f->rate_limit_backoff_seconds = AL_RATE_LIMIT_BACKOFF_DEFAULT;

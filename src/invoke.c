@@ -3,6 +3,7 @@
 #include "ailoop/feedback.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/md.h"
+#include "ailoop/output.h"
 #include "ailoop/run.h"
 #include "ailoop/sha256.h"
 #include "ailoop/slurm.h"
@@ -207,10 +208,12 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	if ((rc = al_write_in_place(call->prompt_path, call->prompt.buf, call->prompt.len)) < 0)
 		goto done;
 	/*
-	 * No earlier output may pass for this call's: emptied (a directory an
-	 * agent left at the output path is not its output either)
+	 * No earlier output may pass for this call's: removed, not emptied, so
+	 * that any CLI's write tool creates it (Claude Code's Write refuses to
+	 * overwrite a file the agent has not read); nor may a directory an agent
+	 * left at the output path
 	 */
-	if (!c->keep_output && (rc = al_empty_path(c->output)) < 0)
+	if (!c->keep_output && (rc = al_remove_tree(c->output)) < 0)
 		goto done;
 	if (c->keep_output && al_dir_exists(c->output)) {
 		al_as_is_note(c->output); /* an agent's directory there: committed as gone */
@@ -426,14 +429,50 @@ static const char *disk_full(const struct al_proc_result *r)
 
 /*
  * Whether the output file stands as the call's output: the agent wrote it
- * (al_call_prepare emptied it), or it is empty and so is what the agent
- * printed.
+ * (al_call_prepare removed it), and it is not empty unless so is what the
+ * agent printed.
  */
 static bool output_stands(const char *path, size_t printed)
 {
 	struct stat st;
 
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_size > 0 || !printed);
+}
+
+/* The key an agent of this role must give in its output's front matter, or NULL. */
+static const char *needed_key(const struct al_call_ctx *c)
+{
+	if (c->role == AL_ROLE_CONTROLLER)
+		return "target-met";
+	if (c->role == AL_ROLE_SENSOR && !c->keep_output)
+		return "status";
+	return NULL;
+}
+
+/*
+ * The output read as a model writes it and kept in the form ailoop reads
+ * (output.h); AL_EFORMAT, the reason in call->format_why, if its role
+ * cannot read it.
+ */
+static int settle_output(struct al_call *call)
+{
+	const struct al_call_ctx *c = call->ctx;
+	const char *key = needed_key(c);
+	struct al_strbuf why = AL_STRBUF_INIT;
+	int rc;
+
+	if (!key)
+		return 0;
+	rc = al_output_settle(c->output, key, &why);
+	if (rc == AL_EINVALID) {
+		free(call->format_why);
+		call->format_why = al_strbuf_detach(&why, NULL);
+		rc = al_err(AL_EFORMAT, "%s%s%s output '%s' unreadable: %s (agent: %s, log: %s)",
+			    al_role_names[c->role], c->name ? " " : "", c->name ? c->name : "",
+			    c->output, call->format_why, c->agent->path, call->log_path);
+	}
+	al_strbuf_release(&why);
+	return rc;
 }
 
 int al_call_finish(struct al_call *call)
@@ -517,6 +556,8 @@ int al_call_finish(struct al_call *call)
 	if (r->exit_code)
 		return al_err(AL_EAGENT, "%s '%s' failed with exit status %d (log: %s)", who,
 			      c->agent->path, r->exit_code, call->log_path);
+	if ((rc = settle_output(call)) < 0)
+		return rc;
 	return remember_output(call);
 }
 
@@ -529,6 +570,7 @@ void al_call_release(struct al_call *call)
 	free(call->log_path);
 	free(call->prompt_path);
 	free(call->slurm_job_file);
+	free(call->format_why);
 	memset(call, 0, sizeof(*call));
 }
 
@@ -575,20 +617,78 @@ int al_call_slurm_retry(struct al_exec *ex, struct al_call *call)
 	return al_proc_run(&call->spec, &call->res);
 }
 
+/* A prepared call run, run again as Slurm's failure or a rate limit asks, and finished. */
+static int run_prepared(struct al_exec *ex, struct al_call *call)
+{
+	int rc = al_proc_run(&call->spec, &call->res);
+
+	if (rc == 0)
+		rc = al_call_slurm_retry(ex, call);
+	if (rc < 0 && rc != AL_EINTR)
+		return rc;
+	if (rc == 0 && al_call_is_agent(call->ctx) && al_rate_limited(ex->flow, &call->res))
+		return al_call_retry(ex, call, 0);
+	return al_call_finish(call);
+}
+
+/* What an agent asked again is told: what was wrong, and the first lines ailoop reads. */
+static void add_reminder(struct al_strbuf *out, const struct al_call_ctx *c, const char *why)
+{
+	if (c->notice)
+		al_strbuf_addf(out, "%s\n\n", c->notice);
+	al_strbuf_addf(out, "ailoop could not read the output you wrote: %s. Write your output "
+		       "file again; it must begin with exactly these lines, with no text, code "
+		       "fence or indentation before them:\n\n", why);
+	if (c->role == AL_ROLE_CONTROLLER)
+		al_strbuf_adds(out, "---\ntarget-met: false\n---\n\n(target-met: true when the "
+			       "target is met, false otherwise; your assessment and action plan "
+			       "follow the second '---')");
+	else
+		al_strbuf_adds(out, "---\nstatus: fail\n---\n\n(status: pass, fail or partial; "
+			       "your report follows the second '---')");
+}
+
+static int format_retries(const struct al_exec *ex, const struct al_agent *a)
+{
+	return a->format_retries >= 0 ? a->format_retries : ex->flow->format_retries;
+}
+
+int al_call_reformat(struct al_exec *ex, struct al_call *call, int rc)
+{
+	const struct al_call_ctx *c = call->ctx;
+	struct al_call_ctx again = *c;
+	int retries = format_retries(ex, c->agent);
+
+	for (int attempt = 1; rc == AL_EFORMAT && attempt <= retries; attempt++) {
+		struct al_strbuf notice = AL_STRBUF_INIT;
+
+		al_progress_note(call->progress, "ailoop: [%s] %s: %s: asking it again (%d of %d)",
+				 c->label, c->node->path, al_errmsg(), attempt, retries);
+		al_run_event(ex->run, "format_retry", "{s:s, s:s, s:s, s:s?, s:s, s:i}", "node",
+			     c->node->path, "label", c->label, "role", al_role_names[c->role],
+			     "name", c->name, "why", call->format_why, "attempt", attempt);
+		add_reminder(&notice, c, call->format_why);
+		again.notice = notice.buf;
+		al_call_release(call);
+		rc = al_call_prepare(call, ex, &again);
+		if (rc == 0)
+			rc = run_prepared(ex, call);
+		call->ctx = c; /* `again` ends here; the caller's outlives the call */
+		al_strbuf_release(&notice);
+	}
+	if (rc == AL_EFORMAT) /* asked as often as it may be: the agent failed */
+		rc = al_err(AL_EAGENT, "%s%s", al_errmsg(),
+			    retries ? " (asked again, it wrote no better)" : "");
+	return rc;
+}
+
 int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_call *call)
 {
 	int rc;
 
 	if ((rc = al_call_prepare(call, ex, ctx)) < 0)
 		return rc;
-	rc = al_proc_run(&call->spec, &call->res);
-	if (rc == 0)
-		rc = al_call_slurm_retry(ex, call);
-	if (rc < 0 && rc != AL_EINTR)
-		return rc;
-	if (rc == 0 && al_call_is_agent(ctx) && al_rate_limited(ex->flow, &call->res))
-		return al_call_retry(ex, call, 0);
-	return al_call_finish(call);
+	return al_call_reformat(ex, call, run_prepared(ex, call));
 }
 
 char *al_output_summary(const char *path, const char *fallback)

@@ -394,6 +394,7 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 				frc = al_call_retry(ex, &calls[i], 0);
 			else
 				frc = al_call_finish(&calls[i]);
+			frc = al_call_reformat(ex, &calls[i], frc);
 			if (frc == 0 && ctx[i].keep_output)
 				frc = write_command_output(&node->sensors[i], &calls[i]);
 			else if (frc == 0)

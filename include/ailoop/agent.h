@@ -17,6 +17,14 @@
  */
 #define AL_AGENT_MAX_BYTES (1024 * 1024)
 
+/*
+ * How often an agent whose output its role cannot read (a controller's
+ * `target-met`, a sensor's `status`) is asked again, told what was wrong:
+ * `format_retries` of the agent file or of the flow's `defaults`.
+ */
+#define AL_DEFAULT_FORMAT_RETRIES 1
+#define AL_MAX_FORMAT_RETRIES 5
+
 struct al_metric {
 	const char *name;
 	pcre2_code *re; /* one capture group: the value */
@@ -50,6 +58,7 @@ struct al_agent {
 	const char *command_sh;  /* `command` as a string: run with sh -c */
 	const char **command_argv; /* `command` as a list, NULL-terminated */
 	int timeout;             /* seconds, 0 = the flow's default */
+	int format_retries;      /* -1 = the flow's default (format_retries below) */
 	const char *target;
 	struct al_metric *metrics;
 	size_t nmetrics;

@@ -143,6 +143,7 @@ struct al_flow {
 	const char *default_runner;
 	struct al_pos default_runner_pos;
 	int agent_timeout_seconds;
+	int format_retries;    /* defaults.format_retries: an agent's unless it says otherwise */
 	const char *action_agent;
 	enum al_on_error on_error;
 	enum al_isolation parallel_isolation; /* defaults.parallel_isolation: DEFAULT if not given */

@@ -49,6 +49,7 @@ struct al_call {
 	struct al_memory *memory; /* where the output's `memory:` map goes; may be NULL */
 	struct al_run *run;       /* where the "agent" event goes (its wall time); may be NULL */
 	char *slurm_job_file;     /* executor slurm: where its step writes its job id; else NULL */
+	char *format_why;         /* what made its output unreadable (AL_EFORMAT), or NULL */
 };
 
 /*
@@ -67,6 +68,16 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
  * map has each of its entries written to working memory.
  */
 int al_call_finish(struct al_call *call);
+/*
+ * `rc`, what finishing `call` returned: a controller's or an agent sensor's
+ * output whose front matter ailoop cannot read, even as models write it
+ * (output.h), is AL_EFORMAT, and the same agent is asked again, up to its
+ * format_retries, told what was wrong and shown the lines its output must
+ * begin with; each time is an agent call (budgets count it), noted and
+ * recorded as a "format_retry" event. Still unreadable: AL_EAGENT. Any other
+ * `rc` is returned as it is.
+ */
+int al_call_reformat(struct al_exec *ex, struct al_call *call, int rc);
 void al_call_release(struct al_call *call);
 
 /*

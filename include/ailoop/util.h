@@ -26,6 +26,7 @@ enum {
 				removed the run's untracked files */
 	AL_EFEEDBACK = -12,  /* an action queued feedback: its handler (feedback.h) takes over */
 	AL_ECONFLICT = -13,  /* the user's change conflicts with the run's work; the run pauses */
+	AL_EFORMAT = -14,    /* an agent's output its role cannot read (invoke.c asks again) */
 };
 
 /*

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Agents write unreadable front matter (LLMs often write bad YAML): a
-# controller's `target-met: [x`, an agent sensor's `status: [x`. Each is an
-# ordinary agent error that names the file: exit 1 under fail-fast, and with
-# on_error: continue the agent is simply asked again and the run completes.
+# controller's `target-met: [x`, an agent sensor's `status: [x`. With
+# format_retries: 0 (t120 asks again), each is an ordinary agent error that
+# names the file: exit 1 under fail-fast, and with on_error: continue the
+# agent is simply asked again at the next iteration and the run completes.
 # An action whose output cannot be read (its front matter may say `status:
 # fail`) has failed, never succeeded.
 . "$(dirname "$0")/lib.sh"
@@ -14,6 +15,7 @@ bad_controller() {
 ---
 name: bad-ctl
 command: sh .ai-loop/agents/bad-ctl.sh
+format_retries: 0
 ---
 Decide.
 MD
@@ -40,8 +42,8 @@ for mode in fail-fast continue; do
 	run "$AILOOP" run "fix"
 	if [ $mode = fail-fast ]; then
 		expect_rc 1 "broken controller front matter is an agent error (fail-fast)"
-		expect_in "$err" "ailoop: error: controller output unreadable: " "says what failed"
-		expect_in "$err" "nodes/fix/controller-output.md:2:" "names the file and line"
+		expect_in "$err" "ailoop: error: controller output '.ai-loop/runs/" "says what failed"
+		expect_in "$err" "nodes/fix/controller-output.md' unreadable: its front matter is not valid YAML: line 2, column " "names the file and line"
 		expect_not_in "$err" "out of memory" "no internal error"
 		expect_in "$(cat .ai-loop/runs/run_*/run-state.md)" "status: error" "the run is in error"
 		expect_eq "$(cat todo.txt)" "a
@@ -67,11 +69,11 @@ b" "nothing was acted on"
 	else
 		expect_rc 0 "broken controller front matter, on_error: continue: the run completes"
 		expect_eq "$(cat "$CALLS/ctl")" 4 "the controller was asked again"
-		expect_in "$err" "controller failed: controller output unreadable: " \
+		expect_in "$err" "controller failed: controller output '" \
 			"the failure is reported"
 		expect_eq "$(cat todo.txt)" "" "every item was fixed"
 		expect_in "$(git log --format=%s)" \
-			"iteration 1 — controller failed: controller output unreadable: .ai-loop/runs/" \
+			"iteration 1 — controller failed: controller output '.ai-loop/runs/" \
 			"the commit says what failed, in readable text"
 	fi
 done
@@ -106,6 +108,7 @@ MD
 version: 1
 defaults:
   termination: {on_error: $mode}
+  format_retries: 0
 runners:
   sense: {command: [sense], prompt: stdin}
 flow:
@@ -120,12 +123,12 @@ YAML
 	run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run "fix"
 	if [ $mode = fail-fast ]; then
 		expect_rc 1 "broken sensor front matter is an agent error (fail-fast)"
-		expect_in "$err" "ailoop: error: sensor 'judge': " "names the sensor"
-		expect_in "$err" "nodes/fix/sensor-judge-output.md:2:" "names the file and line"
+		expect_in "$err" "ailoop: error: sensor judge output '" "names the sensor"
+		expect_in "$err" "nodes/fix/sensor-judge-output.md' unreadable: its front matter is not valid YAML: line 2, column" "names the file and line"
 		expect_not_in "$err" "out of memory" "no internal error (sensor)"
 	else
 		expect_rc 0 "broken sensor front matter, on_error: continue: the run completes"
-		expect_in "$(cat "$R"/.ai-loop/runs/run_*/events.jsonl)" "sensor 'judge': " \
+		expect_in "$(cat "$R"/.ai-loop/runs/run_*/events.jsonl)" "sensor judge output '" \
 			"the sensor's failure is recorded"
 		expect_eq "$(cat todo.txt)" "" "the item was fixed"
 	fi
