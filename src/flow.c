@@ -136,6 +136,13 @@ static void parse_runner(struct loader *l, const struct al_val *k, const struct 
 		check_prompt_not_in_shell(l, k, command, r->prompt);
 }
 
+/* The circuit breakers' limits: raised to let a blocked run go on, as `limits:` are. */
+static bool breaker_limit(const struct al_val *key)
+{
+	return key->kind == AL_VAL_SCALAR &&
+	       (!strcmp(key->str, "no_progress_limit") || !strcmp(key->str, "same_error_limit"));
+}
+
 static void parse_section(struct loader *l, const struct al_val *k, const struct al_val *v)
 {
 	static const char *const default_keys[] = { "runner", "agent_timeout_seconds",
@@ -214,6 +221,8 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 			for (size_t j = 0; j < val->n; j++) {
 				const struct al_val *tk = AL_VAL_KEY(val, j), *tv = AL_VAL_VALUE(val, j);
 
+				if (breaker_limit(tk))
+					f->breaker_limits_given = true;
 				if (!strcmp(tk->str, "no_progress_limit"))
 					al_check_int(&l->c, tv, tk->str, 0, 100000, &f->no_progress_limit);
 				else if (!strcmp(tk->str, "same_error_limit"))
@@ -232,12 +241,6 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 }
 
 /* A value's tree, kinds and text, with the lengths that keep it unambiguous. */
-/* The circuit breakers' limits: raised to let a blocked run go on, as `limits:` are. */
-static bool breaker_limit(const struct al_val *key)
-{
-	return key->kind == AL_VAL_SCALAR &&
-	       (!strcmp(key->str, "no_progress_limit") || !strcmp(key->str, "same_error_limit"));
-}
 
 /* `v` as text that tells trees apart; without the breakers' limits if `except` */
 static void serialize(struct al_strbuf *out, const struct al_val *v, bool except)

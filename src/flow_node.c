@@ -831,6 +831,14 @@ struct al_node *loader_node(struct loader *l, const struct al_val *v, struct al_
 		bool r = has_any(v, reactree_form, AL_ARRAY_SIZE(reactree_form));
 
 		n->sensor_form = s || !r;
+		/*
+		 * A ReAcTree loop ends by its condition, a break or max_iterations:
+		 * its retries repeat identical attempts by design, so its circuit
+		 * breaker is off unless its termination or the flow's defaults
+		 * give a limit (parse_termination, below, reads the node's).
+		 */
+		if (!n->sensor_form && !l->flow->breaker_limits_given)
+			n->no_progress_limit = n->same_error_limit = 0;
 		mixed = s && r;
 		if (mixed)
 			loader_error(l, v->pos, "a loop has either 'controller'/'sensors'/'actuator' or "

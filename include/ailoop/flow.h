@@ -149,6 +149,7 @@ struct al_flow {
 	enum al_isolation parallel_isolation; /* defaults.parallel_isolation: DEFAULT if not given */
 	int no_progress_limit; /* defaults.termination: each loop's unless it says otherwise */
 	int same_error_limit;
+	bool breaker_limits_given; /* defaults.termination names either limit */
 	const char *converge_model; /* for every runner, NULL if none or per runner */
 	struct al_agent_model *converge_models; /* models.converge as a map by runner */
 	size_t nconverge_models;

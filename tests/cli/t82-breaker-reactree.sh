@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The circuit breaker of a ReAcTree loop (children and a condition, no
-# sensors): iterations that change no file and whose children end as
-# before open it (exit 4, blocked); children whose results change are
-# progress; resume resets it. A breaker inside a composite actuator blocks
+# sensors) is off unless its termination or defaults.termination gives a
+# limit: a retry loop repeats identical attempts by design and runs to its
+# max_iterations. With a limit, iterations that change no file and whose
+# children end as before open it (exit 4, blocked); children whose results
+# change are progress; resume resets it. A breaker inside a composite actuator blocks
 # the whole run and resumes there. The termination keys of the breaker and
 # the exit gate are validated, each error at its FILE:LINE:COL.
 . "$(dirname "$0")/lib.sh"
@@ -10,7 +12,44 @@
 export TRAIL=$TEST_TMP/trail GO=$TEST_TMP/go
 tries() { grep -c . "$TRAIL" 2>/dev/null || echo 0; }
 
-# --- a ReAcTree loop that changes nothing: blocked after 3 iterations -----------
+# --- without a limit, a ReAcTree loop that changes nothing runs its iterations -----
+R=$TEST_TMP/retry
+new_repo "$R"
+scripted_agents "$R" act
+cat >"$R/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: retry
+  type: loop
+  condition: {type: observation_check, key: done, operator: equals, value: "yes"}
+  max_iterations: 4
+  children:
+    - id: note
+      type: action
+      agent: .ai-loop/agents/note.md
+YAML
+cat >"$R/.ai-loop/agents/note.md" <<'MD'
+---
+name: note
+command: [sh, -c, 'printf -- "---\\nmemory:\\n  tried: %s\\n---\\n" "$AILOOP_ITERATION" >"$AILOOP_OUTPUT"']
+---
+Try once more.
+MD
+commit_all "$R"
+cd "$R"
+run "$AILOOP" run "try until done"
+expect_rc 1 "a retry loop writing only working memory runs to max_iterations"
+expect_in "$out" "max-iterations-reached" "and ends there, not blocked"
+expect_not_in "$err" "circuit breaker" "no breaker without a limit"
+expect_eq "$(run_status)" "max-iterations-reached" "the run ends as a retry that never succeeded does"
+expect_eq "$(git log --format=%s | grep -c '^ai-loop\[retry > note\]')" 4 "four attempts"
+sed -i 's/^version: 1$/version: 1\ndefaults:\n  termination: {same_error_limit: 2, no_progress_limit: 2}/' .ai-loop/flow.yaml
+commit_all "$R"
+run "$AILOOP" run "again, with a limit in defaults"
+expect_rc 4 "defaults.termination's limit turns the breaker on"
+expect_in "$err" "circuit breaker open at node 'retry'" "the breaker opened"
+
+# --- with its limit, a ReAcTree loop that changes nothing: blocked after 3 iterations ---
 R=$TEST_TMP/poll
 new_repo "$R"
 scripted_agents "$R" act
@@ -25,6 +64,7 @@ flow:
   type: loop
   condition: {type: file_exists, path: done.txt, operator: exists}
   max_iterations: 10
+  termination: {no_progress_limit: 3}
   children:
     - {id: look, agent: .ai-loop/agents/act.md, skill: look}
 YAML
