@@ -167,6 +167,7 @@ static void read_command(struct al_check *c, struct al_agent *a, const struct al
 
 	if (!v || al_val_is_null(v))
 		return;
+	a->command_pos = v->pos;
 	if (v->kind == AL_VAL_SCALAR) {
 		if (!*v->str)
 			al_check_error(c, v->pos, "'command' must not be empty");

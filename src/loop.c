@@ -128,7 +128,8 @@ static int measure(struct al_node_run *lp)
 		al_set_str(&lp->st.summary, "initial entry (sensors skipped)");
 	} else {
 		rc = al_sensors_measure(lp->ex, lp->n, lp->dir, lp->st.label, lp->task,
-					lp->deadline);
+					lp->deadline,
+					lp->st.iteration == (lp->st.child_entry ? 1 : 0));
 		if (rc == AL_EAGENT)
 			return agent_failed(lp, "sensor", AL_PHASE_COMMIT);
 		if (lp->st.iteration == 0)

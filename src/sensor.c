@@ -171,6 +171,82 @@ static void describe_command(const struct al_agent *a, struct al_strbuf *out)
 		al_strbuf_addf(out, "%s%s", i ? " " : "", a->command_argv[i]);
 }
 
+/* Whether `line` is a shell's word that a command is not there: "sh: 1: x: not found". */
+static bool shell_not_found(const char *line, size_t len)
+{
+	static const char *const shells[] = { "sh: ", "bash: ", "dash: ", "zsh: " };
+	bool shell = false;
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(shells); i++)
+		shell |= len > strlen(shells[i]) && !memcmp(line, shells[i], strlen(shells[i]));
+	return shell && (memmem(line, len, "not found", 9) || memmem(line, len, "No such file", 12) ||
+			 memmem(line, len, "Permission denied", 17));
+}
+
+/*
+ * Whether a command sensor's command could not run at all: it exited 126
+ * (not executable) or 127 (not found), or its shell said a command was not
+ * found. That is no test's failure, and no agent can fix it. `why` gets the
+ * shell's words (the last such line, else the output's last line).
+ */
+static bool cannot_run(const struct al_proc_result *r, struct al_strbuf *why)
+{
+	const char *p = r->log.buf, *end = p + r->log.len, *last = NULL, *said = NULL;
+	size_t last_len = 0, said_len = 0;
+
+	if (r->timed_out || r->interrupted || !r->exit_code)
+		return false;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *eol = nl ? nl : end;
+
+		if (eol > p) {
+			last = p;
+			last_len = (size_t)(eol - p);
+			if (shell_not_found(p, last_len)) {
+				said = p;
+				said_len = last_len;
+			}
+		}
+		p = nl ? nl + 1 : end;
+	}
+	if (!said && r->exit_code != 126 && r->exit_code != 127)
+		return false;
+	al_strbuf_reset(why);
+	if (said || last)
+		al_strbuf_add(why, said ? said : last, said ? said_len : last_len);
+	else
+		al_strbuf_addf(why, "exit %d, no output", r->exit_code);
+	al_utf8_cut(why->buf, 300);
+	al_strbuf_setlen(why, strlen(why->buf));
+	return true;
+}
+
+/*
+ * A command sensor that could not run: at the node's first measurement a
+ * configuration error (AL_ENORUNNER: the run stops before any agent is
+ * paid for, and resumes once the agent file is fixed); later (an agent
+ * removed the tool) the sensor's error, AL_EAGENT. Its output is written
+ * either way, as a failure the circuit breaker compares.
+ */
+static int check_command_ran(const struct al_sensor *s, const struct al_call *call,
+			     bool first)
+{
+	struct al_strbuf why = AL_STRBUF_INIT, cmd = AL_STRBUF_INIT;
+	int rc = 0;
+
+	if (cannot_run(&call->res, &why)) {
+		describe_command(s->ref.agent, &cmd);
+		rc = al_err(first ? AL_ENORUNNER : AL_EAGENT,
+			    "sensor '%s' cannot run its command '%s' (exit %d: %s)%s%s%s",
+			    s->name, cmd.buf, call->res.exit_code, why.buf,
+			    first ? ": fix the command in '" : "", first ? s->ref.agent->path : "",
+			    first ? "' (or install what it runs), then 'ailoop resume'" : "");
+	}
+	al_strbuf_release(&why);
+	al_strbuf_release(&cmd);
+	return rc;
+}
+
 /* Writes a command sensor's output file from how its command ended. */
 static int write_command_output(const struct al_sensor *s, const struct al_call *call)
 {
@@ -340,7 +416,7 @@ static int remember_sensor(struct al_exec *ex, const struct al_sensor *s, const 
 }
 
 int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const char *dir,
-		       const char *label, const char *task, int64_t deadline)
+		       const char *label, const char *task, int64_t deadline, bool first)
 {
 	size_t n = node->nsensors, batch = node->sensors_parallel ? n : 1;
 	struct al_call_ctx *ctx = al_calloc(n + 1, sizeof(*ctx));
@@ -395,8 +471,9 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 			else
 				frc = al_call_finish(&calls[i]);
 			frc = al_call_reformat(ex, &calls[i], frc);
-			if (frc == 0 && ctx[i].keep_output)
-				frc = write_command_output(&node->sensors[i], &calls[i]);
+			if (frc == 0 && ctx[i].keep_output &&
+			    (frc = write_command_output(&node->sensors[i], &calls[i])) == 0)
+				frc = check_command_ran(&node->sensors[i], &calls[i], first);
 			else if (frc == 0)
 				frc = check_agent_output(&node->sensors[i], outputs[i]);
 			if (frc == 0)

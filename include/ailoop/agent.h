@@ -57,6 +57,7 @@ struct al_agent {
 	struct al_pos tools_pos, disallowed_pos; /* of the keys */
 	const char *command_sh;  /* `command` as a string: run with sh -c */
 	const char **command_argv; /* `command` as a list, NULL-terminated */
+	struct al_pos command_pos; /* of its value */
 	int timeout;             /* seconds, 0 = the flow's default */
 	int format_retries;      /* -1 = the flow's default (format_retries below) */
 	const char *target;

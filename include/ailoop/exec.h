@@ -235,5 +235,10 @@ void al_exec_result_head(struct al_strbuf *out, const struct al_exec *ex,
  * runner the agents need installed (AL_ENORUNNER, with how to install it).
  */
 int al_exec_check_flow(const struct al_flow *flow);
+/*
+ * What `ailoop validate` warns of: the flow's own warnings (al_flow_warnings)
+ * and command agents whose program is not on PATH or not executable.
+ */
+void al_exec_warnings(struct al_flow *flow, struct al_diags *w);
 
 #endif

@@ -1,4 +1,5 @@
 #include "ailoop/cli.h"
+#include "ailoop/exec.h"
 #include "ailoop/flow.h"
 #include "ailoop/util.h"
 
@@ -54,7 +55,7 @@ int cmd_validate(int argc, char **argv)
 		return code;
 	code = al_cli_load_flow(flow_arg, &diags, &flow);
 	if (!code) {
-		al_flow_warnings(flow, &warnings);
+		al_exec_warnings(flow, &warnings);
 		al_diags_sort(&warnings);
 		al_diags_print_warnings(&warnings, stderr, al_cli_color(stderr));
 	}
