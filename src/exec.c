@@ -4,6 +4,7 @@
 #include "ailoop/md.h"
 #include "ailoop/memory.h"
 #include "ailoop/proc.h"
+#include "ailoop/shellcmd.h"
 #include "ailoop/signals.h"
 #include "ailoop/util.h"
 #include "ailoop/worktree.h"
@@ -540,59 +541,6 @@ static int check_runners(const struct al_flow *flow)
 	return 0;
 }
 
-/*
- * The program a shell command runs first, past `cd DIR &&`, `env` and
- * assignments (`cd api && FOO=1 env pytest -q` runs pytest); NULL when that
- * cannot be told without a shell (quotes, expansions, a compound command)
- * or it is the shell's own. Caller frees.
- */
-static char *first_program(const char *cmd)
-{
-	static const char *const shell_own[] = {
-		"cd", "exec", "set", "export", "test", "[", "if", "for", "while", "until", "case",
-		"!", "{", "(", ".", ":", "true", "false", "echo", "printf", "exit", "eval",
-		"command", "time", "nice", "nohup", "timeout", "sh", "bash",
-	};
-	const char *p = cmd;
-	bool after_cd = false;
-
-	for (;;) {
-		const char *w;
-		size_t len;
-
-		while (*p == ' ' || *p == '\t')
-			p++;
-		w = p;
-		while (*p && *p != ' ' && *p != '\t' && *p != ';' && *p != '&' && *p != '|')
-			p++;
-		len = (size_t)(p - w);
-		if (!len)
-			return NULL;
-		if (after_cd) { /* the directory, then && */
-			after_cd = false;
-			while (*p == ' ' || *p == '\t')
-				p++;
-			if (strncmp(p, "&&", 2))
-				return NULL;
-			p += 2;
-			continue;
-		}
-		if (len == 2 && !memcmp(w, "cd", 2)) {
-			after_cd = true;
-			continue;
-		}
-		if ((len == 3 && !memcmp(w, "env", 3)) || (memchr(w, '=', len) && *w != '=' &&
-							 !memchr(w, '/', (size_t)((char *)memchr(w, '=', len) - w))))
-			continue;
-		if (strcspn(w, "'\"$`\\(){}<>*?~") < len)
-			return NULL;
-		for (size_t i = 0; i < AL_ARRAY_SIZE(shell_own); i++)
-			if (strlen(shell_own[i]) == len && !memcmp(w, shell_own[i], len))
-				return NULL;
-		return al_strndup(w, len);
-	}
-}
-
 void al_exec_warnings(struct al_flow *flow, struct al_diags *w)
 {
 	al_flow_warnings(flow, w);
@@ -605,7 +553,7 @@ void al_exec_warnings(struct al_flow *flow, struct al_diags *w)
 
 		if (!a->loaded || !al_agent_is_command(a))
 			continue;
-		prog = a->command_argv ? al_strdup(a->command_argv[0]) : first_program(a->command_sh);
+		prog = a->command_argv ? al_strdup(a->command_argv[0]) : al_shell_program(a->command_sh);
 		absolute = prog && prog[0] == '/';
 		/* a relative path's meaning depends on where the command changes to */
 		if (prog && (absolute ? access(prog, X_OK) < 0

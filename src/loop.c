@@ -26,6 +26,24 @@ static char *path_in(const struct al_node_run *lp, const char *file)
 	return al_xprintf("%s/%s", lp->dir, file);
 }
 
+/*
+ * What a direct actuator did last, for the controller: its output, or the
+ * tail of its log when it wrote none (it failed, on_error: continue); NULL
+ * before it first acted.
+ */
+static char *actuator_report(const struct al_node_run *lp)
+{
+	char *path = path_in(lp, "actuator-output.md");
+
+	if (!al_file_exists(path)) {
+		free(path);
+		path = path_in(lp, "logs/actuator.log");
+	}
+	if (al_file_exists(path))
+		return path;
+	free(path);
+	return NULL;
+}
 
 /* result-output.md below its head: what a parent's controller reads. */
 static void result_body(struct al_node_run *lp, const char *message, struct al_strbuf *sb)
@@ -326,6 +344,9 @@ static int decide(struct al_node_run *lp)
 			input = al_xprintf("%s/result-output.md", child_dir);
 			free(child_dir);
 			ctx.input = al_file_exists(input) ? input : NULL;
+		} else if (lp->st.iteration > 1) { /* the actuator acted in this entry */
+			input = actuator_report(lp);
+			ctx.input = input;
 		}
 		al_sensors_section(&section, lp->n, lp->dir);
 		ctx.sensors_section = section.buf;

@@ -468,30 +468,36 @@ static void add_one_line(struct al_strbuf *out, const char *s, size_t max)
 	free(cut);
 }
 
-void al_memory_section(struct al_memory *m, struct al_strbuf *out)
+void al_memory_section(struct al_memory *m, const struct al_memory_view *view,
+		       struct al_strbuf *out)
 {
 	const struct entry **v;
-	size_t shown;
+	size_t kept = 0, shown = 0;
 
 	catch_up(m);
-	if (!m->index.n) {
-		al_strbuf_adds(out, "(working memory is empty)\n");
-		return;
-	}
 	v = sorted(m);
-	shown = m->index.n < SECTION_ENTRIES_MAX ? m->index.n : SECTION_ENTRIES_MAX;
-	for (size_t i = 0; i < shown; i++) {
+	for (size_t i = 0; i < m->index.n; i++) {
+		/* a null is no fact: a metric a sensor did not show, a key let go of */
+		if ((!v[i]->str && !strcmp(v[i]->value, "null")) ||
+		    (view && view->keep && !view->keep(v[i]->key, view->data)))
+			continue;
+		if (!kept++)
+			al_strbuf_adds(out, "## Working memory\n\nWhat this run's agents and sensors "
+				       "recorded (key: value):\n\n");
+		if (shown == SECTION_ENTRIES_MAX)
+			continue;
+		shown++;
 		al_strbuf_adds(out, "- ");
 		add_one_line(out, v[i]->key, AL_MEMORY_KEY_MAX);
 		al_strbuf_adds(out, ": ");
 		add_one_line(out, v[i]->value, SECTION_VALUE_MAX);
 		al_strbuf_addch(out, '\n');
 	}
-	if (shown < m->index.n)
-		al_strbuf_addf(out, "(%zu of %zu entries shown; `ailoop memory list` prints all, "
-			       "`ailoop memory get KEY` one in full)\n", shown, m->index.n);
-	else
-		al_strbuf_addf(out, "(%zu entr%s; `ailoop memory get KEY` prints a value in full)\n",
-			       m->index.n, m->index.n == 1 ? "y" : "ies");
 	free(v);
+	if (shown < kept)
+		al_strbuf_addf(out, "(%zu of %zu entries shown%s)\n", shown, kept,
+			       view && view->shell ? "; `ailoop memory list` prints all, `ailoop "
+						     "memory get KEY` one in full" : "");
+	else if (kept && view && view->shell)
+		al_strbuf_adds(out, "(`ailoop memory get KEY` prints a value in full)\n");
 }

@@ -231,6 +231,35 @@ bool al_tools_include(const char *tools, const char *name)
 	return n.found;
 }
 
+bool al_tools_allow_command(const char *tools, const char *program)
+{
+	size_t plen = strlen(program);
+	const char *p = tools;
+
+	if (!tools)
+		return true; /* every tool */
+	while (*p) {
+		const char *start, *end;
+		int depth = 0;
+
+		while (*p == ' ' || *p == ',')
+			p++;
+		start = p;
+		while (*p && (depth || *p != ',')) {
+			depth += *p == '(' ? 1 : *p == ')' ? -(depth > 0) : 0;
+			p++;
+		}
+		for (end = p; end > start && end[-1] == ' ';)
+			end--;
+		if (end - start == 4 && !memcmp(start, "Bash", 4))
+			return true;
+		if ((size_t)(end - start) > 5 + plen && !memcmp(start, "Bash(", 5) &&
+		    !memcmp(start + 5, program, plen) && strchr(" :*)", start[5 + plen]))
+			return true;
+	}
+	return false;
+}
+
 /* The tools' names, each once: "Read,Bash(git *),Bash(ls)" gives "Read,Bash". */
 static char *tool_names(const char *tools)
 {

@@ -89,7 +89,19 @@ json_t *al_memory_object(struct al_memory *m);
 void al_memory_each(struct al_memory *m, void (*fn)(const char *key, const char *value,
 						    void *data), void *data);
 
-/* {memory-section}: the entries as "- key: value" lines, or a line saying none. */
-void al_memory_section(struct al_memory *m, struct al_strbuf *out);
+/* Which entries an agent is shown, and whether it can ask for more. */
+struct al_memory_view {
+	bool (*keep)(const char *key, void *data); /* NULL: every key */
+	void *data;
+	bool shell; /* the agent can run `ailoop memory`: the section says how */
+};
+
+/*
+ * {memory-section}: a "## Working memory" heading, then the entries `view`
+ * keeps (NULL: all) as "- key: value" lines, null values left out; nothing
+ * at all when no entry is left.
+ */
+void al_memory_section(struct al_memory *m, const struct al_memory_view *view,
+		       struct al_strbuf *out);
 
 #endif

@@ -70,6 +70,11 @@ bool al_runner_uses(const struct al_runner *r, const char *name);
 
 /* True if the comma-separated `tools` name tool `name`, with or without a (pattern). */
 bool al_tools_include(const char *tools, const char *name);
+/*
+ * True if `tools` (NULL: every tool) let an agent run `program` in its
+ * shell: the whole of Bash, or a pattern for it ("Bash(make:*)" for make).
+ */
+bool al_tools_allow_command(const char *tools, const char *program);
 
 /* What fills a runner template's placeholders. NULL means empty. */
 struct al_runner_vars {

@@ -3,6 +3,7 @@
 #include "ailoop/cli.h"
 #include "ailoop/detect.h"
 #include "ailoop/flow.h"
+#include "ailoop/shellcmd.h"
 #include "ailoop/strbuf.h"
 #include "ailoop/util.h"
 
@@ -338,6 +339,43 @@ static void render_sensor(const struct sensor *x, struct al_strbuf *out)
 	}
 }
 
+/*
+ * The actuator's agent file: its tools let it run the programs of the
+ * project's test commands (`Bash(make:*)`), so that it can check its change.
+ */
+static void render_actuator(const struct setup *s, const struct al_template *t,
+			    struct al_strbuf *out)
+{
+	struct al_strbuf tools = AL_STRBUF_INIT;
+	const char *p = t->text;
+
+	for (int lv = 0; lv < s->nlevels; lv++)
+		for (size_t i = 0; i < s->levels[lv].sensors.n; i++) {
+			const char *cmd = s->levels[lv].sensors.v[i].command;
+			char *prog = cmd ? al_shell_program(cmd) : NULL, *rule;
+
+			if (prog && strspn(prog, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					   "0123456789._-/+") == strlen(prog)) {
+				rule = al_xprintf(", Bash(%s:*)", prog);
+				if (!strstr(tools.buf, rule))
+					al_strbuf_adds(&tools, rule);
+				free(rule);
+			}
+			free(prog);
+		}
+	while (*p) {
+		const char *eol = strchr(p, '\n');
+		size_t len = eol ? (size_t)(eol - p) : strlen(p);
+
+		al_strbuf_add(out, p, len);
+		if (al_starts_with(p, "tools:"))
+			al_strbuf_add(out, tools.buf, tools.len);
+		al_strbuf_addch(out, '\n');
+		p = eol ? eol + 1 : p + len;
+	}
+	al_strbuf_release(&tools);
+}
+
 static bool out_has(const struct out_files *o, const char *path)
 {
 	for (size_t k = 0; k < o->n; k++)
@@ -373,7 +411,10 @@ void setup_render(const struct setup *s, struct out_files *o)
 			continue;
 		path = al_xprintf(".ai-loop/%s", t->path);
 		if (!out_has(o, path)) {
-			al_strbuf_add(&sb, t->text, t->len);
+			if (!strcmp(t->path, "agents/loop-actuator.md"))
+				render_actuator(s, t, &sb);
+			else
+				al_strbuf_add(&sb, t->text, t->len);
 			out_add(o, path, &sb);
 		}
 		free(path);

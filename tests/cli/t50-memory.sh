@@ -180,6 +180,10 @@ expect_eq "$(jq -r 'select(.key == "sensors.scope.status") | "\(.agent) \(.knowl
 
 prompt=$(cat "$rd/nodes/fix/logs/actuator.prompt.md")
 expect_in "$prompt" "What the run knows:
+## Working memory
+
+What this run's agents and sensors recorded (key: value):
+
 - details: {\"item\":\"item-2\",\"left\":[\"item-3\"]}
 - fixed-count: 2
 - fixed.item-1: true
@@ -189,7 +193,7 @@ expect_in "$prompt" "What the run knows:
 - quoted: 42
 - sensors.scope.remaining: 1
 - sensors.scope.status: fail
-(9 entries; \`ailoop memory get KEY\` prints a value in full)" \
+(\`ailoop memory get KEY\` prints a value in full)" \
 	"{memory-section} shows the memory as the agent starts"
 
 AILOOP_RUN_DIR=$PWD/$rd run "$AILOOP" memory get fixed-count
@@ -224,7 +228,11 @@ rd=$(ls -d .ai-loop/runs/run_*)
 expect_eq "$(jq -r .key "$rd/memory.jsonl" | sort -u | tr '\n' ' ')" \
 	"nodes.fix.iterations nodes.fix.status sensors.scope.remaining sensors.scope.status " "only the runner's entries"
 expect_in "$(cat "$rd/nodes/fix/logs/actuator.prompt.md")" \
-	"Empty memory: - sensors.scope.remaining: 1" "{memory-section} inline"
+	"Empty memory: ## Working memory
+
+What this run's agents and sensors recorded (key: value):
+
+- sensors.scope.remaining: 1" "{memory-section} inline"
 
 # an agent sensor (through a runner): its status and its metrics map
 cd "$TEST_TMP"

@@ -237,6 +237,15 @@ Test(memory, second_handle_sees_writes_and_version_changes)
 	al_memory_free(r);
 }
 
+static bool not_zeta(const char *key, void *data)
+{
+	(void)data;
+	return strcmp(key, "zeta") != 0;
+}
+
+static const struct al_memory_view shell = { NULL, NULL, true };
+static const struct al_memory_view no_shell = { not_zeta, NULL, false };
+
 static void collect(const char *key, const char *value, void *data)
 {
 	al_strbuf_addf(data, "%s=%s;", key, value);
@@ -248,8 +257,8 @@ Test(memory, each_and_section_in_key_order)
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	char *big = al_malloc(1001);
 
-	al_memory_section(m, &sb);
-	cr_assert_str_eq(sb.buf, "(working memory is empty)\n");
+	al_memory_section(m, &shell, &sb);
+	cr_assert_str_eq(sb.buf, "", "no heading over nothing");
 	al_strbuf_reset(&sb);
 	cr_assert_eq(al_memory_set(m, "zeta", "last", false, NULL, NULL), 0);
 	cr_assert_eq(al_memory_set(m, "alpha", "two\nlines", false, NULL, NULL), 0);
@@ -257,14 +266,22 @@ Test(memory, each_and_section_in_key_order)
 	al_memory_each(m, collect, &sb);
 	cr_assert_str_eq(sb.buf, "alpha=two\nlines;mid=[1,2];zeta=last;");
 	al_strbuf_reset(&sb);
-	al_memory_section(m, &sb);
-	cr_assert_str_eq(sb.buf, "- alpha: two\\nlines\n- mid: [1,2]\n- zeta: last\n"
-				 "(3 entries; `ailoop memory get KEY` prints a value in full)\n");
+	cr_assert_eq(al_memory_set(m, "gone", "null", true, NULL, NULL), 0);
+	al_memory_section(m, &shell, &sb);
+	cr_assert_str_eq(sb.buf, "## Working memory\n\nWhat this run's agents and sensors "
+				 "recorded (key: value):\n\n"
+				 "- alpha: two\\nlines\n- mid: [1,2]\n- zeta: last\n"
+				 "(`ailoop memory get KEY` prints a value in full)\n");
+	al_strbuf_reset(&sb);
+	al_memory_section(m, &no_shell, &sb);
+	cr_assert_null(strstr(sb.buf, "ailoop memory"), "no command to an agent without a shell");
+	cr_assert_null(strstr(sb.buf, "- zeta"), "a key the view leaves out");
+	cr_assert(strstr(sb.buf, "- alpha: "), "%s", sb.buf);
 	memset(big, 'b', 1000);
 	big[1000] = '\0';
 	cr_assert_eq(al_memory_set(m, "big", big, false, NULL, NULL), 0);
 	al_strbuf_reset(&sb);
-	al_memory_section(m, &sb);
+	al_memory_section(m, &shell, &sb);
 	cr_assert(strstr(sb.buf, "- big: bbbb"), "%s", sb.buf);
 	cr_assert(strstr(sb.buf, "b… (1000 bytes)\n"), "%s", sb.buf);
 	cr_assert_lt(sb.len, 600, "a long value is cut");
@@ -283,10 +300,10 @@ Test(memory, section_of_many_entries_is_bounded)
 		snprintf(key, sizeof(key), "k%03d", i);
 		cr_assert_eq(al_memory_set(m, key, "v", false, NULL, NULL), 0);
 	}
-	al_memory_section(m, &sb);
+	al_memory_section(m, &shell, &sb);
 	cr_assert(strstr(sb.buf, "- k000: v\n"));
 	cr_assert_null(strstr(sb.buf, "- k499"));
-	cr_assert(strstr(sb.buf, "(200 of 500 entries shown"), "%s", sb.buf);
+	cr_assert(strstr(sb.buf, "(200 of 500 entries shown; `ailoop memory list`"), "%s", sb.buf);
 	al_strbuf_release(&sb);
 	al_memory_free(m);
 }
