@@ -3,7 +3,10 @@
 # controllers and actuator are all `claude -p` processes run through the
 # claude runner preset, against a scripted Messages API on 127.0.0.1
 # (tests/fixtures/claude-api/server.js) that acts through the CLI's own
-# tools. The CLI (@anthropic-ai/claude-code, pinned) is installed once from
+# tools as a model follows the prompt: every agent offered the Write tool
+# writes its output file with it, at every iteration and in the child loop
+# too (Claude Code's Write refuses a file that exists and was not read in
+# the session: ailoop removes an output before its agent runs). The CLI (@anthropic-ai/claude-code, pinned) is installed once from
 # npm into a cache outside the checkout; without npm the test is skipped
 # (exit 77, which ctest reports as skipped).
 real_home=$HOME # lib.sh gives the test a HOME of its own
@@ -85,23 +88,24 @@ mkdir -p "$R/.ai-loop/agents"
 agent() { # agent FILE FRONT-MATTER-LINES BODY
 	printf -- '---\n%s\n---\n%s\n' "$2" "$3" >"$R/.ai-loop/agents/$1"
 }
-sensor_body='Check that greeting.txt says "hello, world". Answer with front matter
-`status: pass` or `status: fail`, then what you found.'
+sensor_body='Check that greeting.txt says "hello, world". Write your output file
+with front matter `status: pass` or `status: fail`, then what you found.'
 controller_body='Sensors (name: output file):
 {sensors-section}
-Read every sensor output. Answer with front matter `target-met: true` when
-every sensor passes; else `target-met: false` and an "## Action Plan".
-Judge and plan only: never edit a file.'
+Read every sensor output. Write your output file (or, without the Write
+tool, answer) with front matter `target-met: true` when every sensor
+passes; else `target-met: false` and an "## Action Plan". Judge and plan
+only: edit no other file.'
 agent review.md "name: review
-tools: Read, Grep, Glob
+tools: Read, Grep, Glob, Write
 model: sonnet
 target: greeting.txt says hello, world" "$sensor_body"
 agent check.md "name: check
-tools: [Read, Grep]
+tools: [Read, Grep, Write]
 model: sonnet
 target: greeting.txt says hello, world" "$sensor_body"
 agent outer-controller.md "name: outer-controller
-tools: Read, Grep, Glob
+tools: Read, Grep, Glob, Write
 model: sonnet" "$controller_body"
 agent inner-controller.md "name: inner-controller
 tools: [Read, Glob]
@@ -113,7 +117,7 @@ model: sonnet" 'Carry out this plan, editing files as needed:
 
 {task}
 
-Answer with front matter `summary:` saying what you changed.'
+Write your output file with front matter `summary:` saying what you changed.'
 cat >"$R/.ai-loop/flow.yaml" <<'YAML'
 version: 1
 defaults:
@@ -188,8 +192,25 @@ expect_eq "$(git show "$(git log --format=%H -1 --grep='^\[iteration\] 1.1$'):gr
 expect_eq "$(git show "$(git log --format=%H -1 --grep='^\[iteration\] 1.2$'):greeting.txt" 2>&1)" \
 	"hello, world" "the Edit tool's fix is committed at 1.2"
 expect_eq "$(q '[.[] | select(.role == "actuator") | .results[] | "\(.name):\(.is_error)"] | join(" ")')" \
-	"Read:true Write:false Read:false Edit:false Bash:false" \
-	"the actuator's tool calls ran, in order (the first Read finds no file)"
+	"Read:true Write:false Write:false Read:false Edit:false Bash:false Write:false" \
+	"the actuator's tool calls ran, in order (the first Read finds no file; each call ends writing its output)"
+
+# --- outputs written with the CLI's Write tool, as the prompts say ---------
+writes() { # the Writes of output files named $1, as label:is_error
+	q "[.[] | . as \$r | .results[]? | select(.name == \"Write\" and ((.path // \"\") | endswith(\"/$1\")))
+		| \"\(\$r.label):\(.is_error)\"] | join(\" \")"
+}
+expect_eq "$(writes sensor-review-output.md)" "0:false 1:false" \
+	"the outer sensor wrote its output with Write at both its measurements"
+expect_eq "$(writes sensor-check-output.md)" "1.1:false 1.2:false" \
+	"the child loop's sensor wrote its output with Write, the second iteration too"
+expect_eq "$(writes controller-output.md)" "1:false 2:false" \
+	"the outer controller wrote its decision with Write at both its iterations"
+expect_eq "$(writes actuator-output.md)" "1.1:false 1.2:false" "the actuator wrote its report with Write"
+expect_not_in "$err" "asking it again" "no output needed asking for again"
+expect_eq "$(q '[.[] | select(.output_existed == true) | "\(.label) \(.role)"] | join(", ")')" "" \
+	"no agent found its output file there as it started: ailoop removed it, not emptied it"
+expect_eq "$(q '[.[] | select(.output_existed == false)] | length')" 11 "checked at each of the 11 calls"
 
 # --- every agent was a real claude -p process ------------------------------
 expect_eq "$(q '[.[] | select(.role != null and .step == 0) | "\(.label) \(.role)\(if .name then " " + .name else "" end)"] | join(", ")')" \
@@ -211,12 +232,14 @@ expect_in "$out$err" "with model haiku" "the progress names the converge model"
 
 # --- tools: restricts what an agent may do ---------------------------------
 offered=$(q '[.[] | select(.role == "sensor" or .role == "controller") | .tools[]
-	| select(. == "Edit" or . == "Write" or . == "Bash" or . == "NotebookEdit" or . == "MultiEdit")]
+	| select(. == "Edit" or . == "Bash" or . == "NotebookEdit" or . == "MultiEdit")]
 	| unique | join(" ")')
 expect_eq "$offered" "" \
-	"tools-restriction: sensors and controllers (tools: Read, Grep, Glob) are offered no Edit, Write or Bash"
-expect_eq "$(q '[.[] | select(.decision) | .decision.write_refused] | unique | join(" ")')" "true" \
-	"tools-restriction: the CLI refuses a controller's Write"
+	"tools-restriction: sensors and controllers (tools: Read, Grep, Glob, Write) are offered no Edit or Bash"
+expect_eq "$(q '[.[] | select(.node == "outer/inner" and .role == "controller") | .tools[] | select(. == "Write")] | length')" \
+	"0" "tools-restriction: the inner controller (tools: Read, Glob) is offered no Write"
+expect_eq "$(q '[.[] | select(.decision.write_refused != null) | .decision.write_refused] | unique | join(" ")')" "true" \
+	"tools-restriction: the CLI refuses the inner controller's Write"
 [ ! -e controller-was-here.txt ] && [ -z "$(git log --all --format=%h -- controller-was-here.txt)" ] &&
 	pass || fail "tools-restriction: no controller wrote controller-was-here.txt"
 expect_eq "$(q '[.[] | select(.role == "actuator") | .tools[] | select(. == "WebFetch" or . == "WebSearch")] | length')" \
