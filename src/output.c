@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -128,6 +129,17 @@ static bool info_is(const char *info, size_t len, const char *const *words, size
 	return false;
 }
 
+/* The indentation all the non-blank lines [from, to) share. */
+static size_t common_indent(const struct search *s, size_t from, size_t to)
+{
+	size_t w = SIZE_MAX;
+
+	for (size_t i = from; i < to && i < s->n; i++)
+		if (!is_blank(&s->lines[i]) && indent_of(&s->lines[i]) < w)
+			w = indent_of(&s->lines[i]);
+	return w == SIZE_MAX ? 0 : w;
+}
+
 /* Lines [from, to) into `sb`, each without the first `dedent` blanks. */
 static void add_lines(struct al_strbuf *sb, const struct search *s, size_t from, size_t to,
 		      size_t dedent)
@@ -172,17 +184,20 @@ static bool same_value(const struct al_val *a, const struct al_val *b)
 	return a->kind == AL_VAL_SCALAR && b->kind == AL_VAL_SCALAR && !strcmp(a->str, b->str);
 }
 
-/* The raw length of a key in its line: quotes included. */
+/*
+ * The length of key `k` as written at the start of the line [at, end),
+ * quotes included; 0 when it is not written there as it reads (a key
+ * folded over lines, escapes): it is then left as it is.
+ */
 static size_t raw_key_len(const struct al_val *k, const char *at, const char *end)
 {
 	if (k->style == AL_STYLE_SINGLE || k->style == AL_STYLE_DOUBLE) {
-		const char *q = at + 1;
-
-		while (q < end && *q != *at)
-			q += *q == '\\' && k->style == AL_STYLE_DOUBLE ? 2 : 1;
-		return q < end ? (size_t)(q + 1 - at) : 0;
+		if (at + k->len + 2 > end || *at != (k->style == AL_STYLE_SINGLE ? '\'' : '"') ||
+		    memcmp(at + 1, k->str, k->len) || at[k->len + 1] != *at)
+			return 0;
+		return k->len + 2;
 	}
-	return k->len;
+	return at + k->len <= end && !memcmp(at, k->str, k->len) ? k->len : 0;
 }
 
 /*
@@ -243,6 +258,17 @@ static bool respell(struct search *s, const struct al_doc *doc, const char *fm, 
 	for (size_t i = 0; i < root->n; i++)
 		free(names[i]);
 	free(names);
+	return ok;
+}
+
+/* Whether the strict reader every later reader uses reads `key` in `text`. */
+static bool reads_back(const struct al_strbuf *text, const char *key)
+{
+	struct al_md md = AL_MD_INIT;
+	bool ok = al_md_parse(&md, "output", al_strndup(text->buf, text->len), text->len) == 0 &&
+		  readable(key, al_md_get(&md, key));
+
+	al_md_release(&md);
 	return ok;
 }
 
@@ -312,6 +338,11 @@ static int try_one(struct search *s, const struct al_strbuf *fm, const struct al
 	al_strbuf_adds(s->out, "---\n");
 	al_strbuf_add(s->out, body->buf, body->len);
 	found = 2;
+	if (!reads_back(s->out, s->key)) { /* a key it could not respell (a flow mapping's) */
+		al_strbuf_reset(s->out);
+		say(s, WHY_MISSING, "its front matter has no '%s'", s->key);
+		found = 0;
+	}
 done:
 	al_strbuf_release(&canon);
 	al_doc_free(doc);
@@ -343,14 +374,14 @@ static int try_fence(struct search *s, size_t open, size_t close, const char *in
 		       !is_marker(&s->lines[c], "..."))
 			c++;
 		if (c < close) {
-			add_lines(&fm, s, k + 1, c, indent_of(&s->lines[k]));
+			add_lines(&fm, s, k + 1, c, common_indent(s, k + 1, c));
 			add_lines(&body, s, 0, open, 0);
 			add_lines(&body, s, c + 1, close, w);
 			add_lines(&body, s, close + 1, s->n, 0);
 			found = try_one(s, &fm, &body, (int)k + 2, false);
 		}
 	} else if (info_is(info, info_len, yaml, AL_ARRAY_SIZE(yaml))) {
-		add_lines(&fm, s, open + 1, close, k < close ? indent_of(&s->lines[k]) : w);
+		add_lines(&fm, s, open + 1, close, common_indent(s, open + 1, close));
 		add_lines(&body, s, 0, open, 0);
 		add_lines(&body, s, close + 1, s->n, 0);
 		found = try_one(s, &fm, &body, (int)open + 2, false);
@@ -370,7 +401,7 @@ static int try_rule(struct search *s, size_t open)
 	while (c < s->n && !is_marker(&s->lines[c], "---") && !is_marker(&s->lines[c], "..."))
 		c++;
 	if (c < s->n) {
-		add_lines(&fm, s, open + 1, c, indent_of(&s->lines[open]));
+		add_lines(&fm, s, open + 1, c, common_indent(s, open + 1, c));
 		add_lines(&body, s, 0, open, 0);
 		add_lines(&body, s, c + 1, s->n, 0);
 		/* the whole text's own front matter: nothing to rewrite unless a key is */
