@@ -51,7 +51,8 @@ expect_eq "$(git log --format=%s -1 HEAD~5)" \
 flow_repo noverdict fixer.md 5 .ai-loop/agents/no-verdict.md
 run "$AILOOP" run "decide"
 expect_rc 1 "controller without a verdict"
-expect_in "$err" "controller-output.md' has no readable 'target-met'" "error names the problem"
+expect_in "$err" "controller-output.md' unreadable: it has no front matter" "error names the problem"
+expect_in "$err" "(asked again, it wrote no better)" "after asking the controller again once"
 expect_in "$err" ".ai-loop/runs/run_" "error names the file"
 expect_in "$out" ": error" "outcome says error"
 expect_eq "$(git log -1 --format=%B | sed -n 's/^\[status\] //p')" "error" "last commit is the error"
