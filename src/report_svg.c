@@ -49,7 +49,7 @@ void al_report_svg_metric(struct al_strbuf *out, const struct al_report *r, cons
 {
 	const struct al_report_step **pts = al_calloc(r->nsteps + 1, sizeof(*pts));
 	const struct al_report_metric *m;
-	double lo = INFINITY, hi = -INFINITY, target = NAN, span;
+	double lo = INFINITY, hi = -INFINITY, target = NAN, half_span;
 	size_t n = 0;
 
 	for (size_t i = 0; i < r->nsteps; i++) {
@@ -68,11 +68,16 @@ void al_report_svg_metric(struct al_strbuf *out, const struct al_report *r, cons
 		lo = target < lo ? target : lo;
 		hi = target > hi ? target : hi;
 	}
-	span = hi > lo ? hi - lo : 1;
+	/*
+	 * Halves, divided before they are scaled: hi - lo of two finite values
+	 * overflows past DBL_MAX (1e308 and -1e308), and the chart's every
+	 * coordinate would be nan. A fraction of the span never does.
+	 */
+	half_span = hi > lo ? hi / 2 - lo / 2 : 0.5;
 	al_strbuf_addf(out, "<svg class=\"chart metric\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
 		       "role=\"img\">", W, H, W, H);
 #define X(i) (PAD_L + (n > 1 ? (double)(i) * (W - PAD_L - PAD_R) / (double)(n - 1) : 0.0))
-#define Y(v) (PAD_T + (hi - (v)) * (H - PAD_T - PAD_B) / span)
+#define Y(v) (PAD_T + (hi / 2 - (v) / 2) / half_span * (H - PAD_T - PAD_B))
 	al_strbuf_addf(out, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>",
 		       PAD_L, H - PAD_B, W - PAD_R, H - PAD_B);
 	number_text(out, PAD_L - 4, Y(hi) + 4, hi);
