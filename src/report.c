@@ -6,6 +6,7 @@
 #include "ailoop/util.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,25 +135,42 @@ static const char *jstr(json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
+/*
+ * An agent's wall time from its event, or -1 when it is not one a run
+ * could have taken (negative, or past a year): events.jsonl is a file
+ * anyone may edit, and its numbers are summed and scaled into the page.
+ */
+static int64_t event_ms(json_t *ev)
+{
+	json_t *v = json_object_get(ev, "ms");
+	json_int_t ms = json_integer_value(v);
+
+	return json_is_integer(v) && ms >= 0 && ms <= AL_REPORT_MS_MAX ? (int64_t)ms : -1;
+}
+
 static void add_agent(struct al_report *r, struct al_report_step *s, json_t *ev)
 {
 	struct al_report_agent *a;
 	const char *role = jstr(ev, "role"), *name = jstr(ev, "name");
+	json_int_t exit_code = json_integer_value(json_object_get(ev, "exit"));
+	int64_t ms = event_ms(ev);
 
 	/* what budgets count: not a command sensor, which ailoop runs itself */
 	if (!json_is_false(json_object_get(ev, "agent_call")))
 		r->agent_calls++;
-	for (int i = 0; i < AL_REPORT_ROLES; i++)
+	for (int i = 0; i < AL_REPORT_ROLES && ms >= 0; i++)
 		if (role && !strcmp(role, al_role_names[i]))
-			r->role_ms[i] += json_integer_value(json_object_get(ev, "ms"));
+			/* saturated: no count of events makes the sum wrap */
+			r->role_ms[i] = ms > INT64_MAX - r->role_ms[i] ? INT64_MAX
+								       : r->role_ms[i] + ms;
 	if (!s)
 		return;
 	AL_GROW(s->agents, s->nagents, s->agents_alloc);
 	a = &s->agents[s->nagents++];
 	a->role = al_strdup(role ? role : "agent");
 	a->name = name ? al_strdup(name) : NULL;
-	a->ms = json_integer_value(json_object_get(ev, "ms"));
-	a->exit_code = (int)json_integer_value(json_object_get(ev, "exit"));
+	a->ms = ms;
+	a->exit_code = exit_code >= INT_MIN && exit_code <= INT_MAX ? (int)exit_code : -1;
 	a->timed_out = json_is_true(json_object_get(ev, "timed_out"));
 }
 
@@ -322,7 +340,9 @@ void al_report_duration(struct al_strbuf *out, int64_t ms)
 {
 	int64_t s = ms / 1000;
 
-	if (ms < 1000)
+	if (ms < 0)
+		al_strbuf_adds(out, "time unknown");
+	else if (ms < 1000)
 		al_strbuf_addf(out, "%lld ms", (long long)ms);
 	else if (s < 60)
 		al_strbuf_addf(out, "%.1fs", (double)ms / 1000);

@@ -25,10 +25,13 @@ struct al_report_metric {
 	double value;
 };
 
+/* The longest wall time of an agent the report believes: a year. */
+#define AL_REPORT_MS_MAX ((int64_t)366 * 24 * 3600 * 1000)
+
 struct al_report_agent {
 	char *role;  /* sensor, controller, actuator, action */
 	char *name;  /* the sensor's name, or NULL */
-	int64_t ms;
+	int64_t ms;  /* -1: unknown (events.jsonl gave no time a run could take) */
 	int exit_code;
 	bool timed_out;
 };
@@ -80,7 +83,7 @@ void al_report_escape(struct al_strbuf *out, const char *s);
 
 /* Seconds from `from` to `to` (2026-11-21T10:00:00Z), or -1. */
 long al_report_seconds(const char *from, const char *to);
-/* "1h 02m", "3m 05s", "12.3s", "450 ms". */
+/* "1h 02m", "3m 05s", "12.3s", "450 ms"; "time unknown" for a negative `ms`. */
 void al_report_duration(struct al_strbuf *out, int64_t ms);
 /* The command that continues or finishes the run, or NULL. Caller frees. */
 char *al_report_next_command(const struct al_report *r);

@@ -39,3 +39,12 @@ Test(report, seconds_between_timestamps)
 	cr_assert_eq(al_report_seconds(NULL, "2026-11-21T10:00:00Z"), -1);
 	cr_assert_eq(al_report_seconds("2026-11-21T10:00:01Z", "2026-11-21T10:00:00Z"), -1);
 }
+
+Test(report, a_negative_duration_is_unknown)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	al_report_duration(&sb, -5000000);
+	cr_assert_str_eq(sb.buf, "time unknown");
+	al_strbuf_release(&sb);
+}
