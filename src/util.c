@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -450,6 +451,12 @@ static void crash_run(void)
 	pid_t pids[1024];
 	size_t n = 0;
 
+	/*
+	 * This process outlives all it kills: a parallel child dies with its
+	 * parent (PDEATHSIG), and one of a nested parallel node kills its
+	 * parent before the run's first process, which would stay stopped.
+	 */
+	prctl(PR_SET_PDEATHSIG, 0);
 	pids[n++] = crash.shared->root;
 	if (crash.shared->root != getpid())
 		kill(crash.shared->root, SIGSTOP);
