@@ -462,29 +462,74 @@ static bool same(const struct content *a, const struct content *b)
 			       !memcmp(a->data.buf, b->data.buf, a->data.len));
 }
 
-/* The content of `path` in `tree`. */
-static int tree_content(struct content *c, git_repository *repo, git_tree *tree, const char *path)
+/*
+ * A path as a commit would record it: the blob's id, whether it is a
+ * symbolic link; present false if absent (or a directory or submodule).
+ */
+struct recorded {
+	bool present, link;
+	git_oid id;
+};
+
+static void tree_recorded(struct recorded *r, git_tree *tree, const char *path)
 {
 	git_tree_entry *e = NULL;
-	git_blob *blob = NULL;
-	int rc = 0;
 
-	c->present = c->link = c->exec = false;
-	al_strbuf_init(&c->data);
+	r->present = r->link = false;
 	if (git_tree_entry_bypath(&e, tree, path) < 0)
-		return 0;
+		return;
 	if (git_tree_entry_type(e) == GIT_OBJECT_BLOB) {
-		if (git_blob_lookup(&blob, repo, git_tree_entry_id(e)) < 0) {
-			rc = fail("cannot read a file of the merge");
-		} else {
-			c->present = true;
-			c->link = git_tree_entry_filemode(e) == GIT_FILEMODE_LINK;
-			al_strbuf_add(&c->data, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
-		}
+		r->present = true;
+		r->link = git_tree_entry_filemode(e) == GIT_FILEMODE_LINK;
+		git_oid_cpy(&r->id, git_tree_entry_id(e));
 	}
-	git_blob_free(blob);
 	git_tree_entry_free(e);
-	return rc;
+}
+
+/*
+ * `path` in the main work tree as `git add` would record it, compared as
+ * `git status` compares it: a regular file through git's filters (an eol
+ * rule, a clean command such as Git LFS's), whose checkout converted it.
+ */
+static int work_recorded(struct recorded *r, git_repository *repo, const char *path)
+{
+	git_filter_list *fl = NULL;
+	git_buf clean = GIT_BUF_INIT;
+	struct stat sb;
+	char target[4096];
+	ssize_t len;
+	int rc;
+
+	r->present = r->link = false;
+	if (lstat(path, &sb) < 0)
+		return errno == ENOENT || errno == ENOTDIR
+			       ? 0 : al_err(AL_ERROR, "cannot read '%s': %s", path, strerror(errno));
+	if (S_ISLNK(sb.st_mode)) {
+		if ((len = readlink(path, target, sizeof(target))) < 0)
+			return al_err(AL_ERROR, "cannot read '%s': %s", path, strerror(errno));
+		r->link = true;
+		rc = git_odb_hash(&r->id, target, (size_t)len, GIT_OBJECT_BLOB);
+	} else if (S_ISREG(sb.st_mode)) {
+		/* (not git_repository_hashfile(): it leaks the content when a filter fails) */
+		if ((rc = git_filter_list_load(&fl, repo, NULL, path, GIT_FILTER_TO_ODB,
+					       GIT_FILTER_ALLOW_UNSAFE)) == 0 &&
+		    (rc = git_filter_list_apply_to_file(&clean, fl, repo, path)) == 0)
+			rc = git_odb_hash(&r->id, clean.ptr, clean.size, GIT_OBJECT_BLOB);
+		git_buf_dispose(&clean);
+		git_filter_list_free(fl);
+	} else {
+		return 0; /* a directory where a file was: as git sees it, the file is gone */
+	}
+	if (rc < 0)
+		return fail("cannot compare the main work tree with the merge");
+	r->present = true;
+	return 0;
+}
+
+static bool same_recorded(const struct recorded *a, const struct recorded *b)
+{
+	return a->present == b->present &&
+	       (!a->present || (a->link == b->link && git_oid_equal(&a->id, &b->id)));
 }
 
 static bool listed(const git_strarray *paths, const char *path)
@@ -529,22 +574,19 @@ static int keeps_user_changes(git_repository *repo, git_tree *ours, git_tree *me
 	int rc = 0;
 
 	for (size_t i = 0; i < paths->count && rc == 0; i++) {
-		struct content here, before, after;
+		struct recorded here, before, after;
 
 		if (!strncmp(paths->strings[i], AL_RUNS_DIR "/", strlen(AL_RUNS_DIR) + 1))
 			continue; /* the run's own files: left as they are */
 		if ((rc = in_the_way(paths, paths->strings[i], branch)) < 0)
 			break;
-		if ((rc = read_content(&here, paths->strings[i])) == 0 &&
-		    (rc = tree_content(&before, repo, ours, paths->strings[i])) == 0 &&
-		    (rc = tree_content(&after, repo, merged, paths->strings[i])) == 0 &&
-		    !same(&here, &before) && !same(&here, &after))
+		tree_recorded(&before, ours, paths->strings[i]);
+		tree_recorded(&after, merged, paths->strings[i]);
+		if ((rc = work_recorded(&here, repo, paths->strings[i])) == 0 &&
+		    !same_recorded(&here, &before) && !same_recorded(&here, &after))
 			rc = al_err(AL_ECONFLICT, "your change to '%s' in the main work tree would be "
 				    "overwritten by the merge of branch '%s': commit it elsewhere or "
 				    "undo it, then resume", paths->strings[i], branch);
-		al_strbuf_release(&here.data);
-		al_strbuf_release(&before.data);
-		al_strbuf_release(&after.data);
 	}
 	return rc;
 }
