@@ -1,4 +1,5 @@
 #include "ailoop/worktree.h"
+#include "worktree_int.h"
 #include "ailoop/fsutil.h"
 #include "ailoop/git.h"
 #include "ailoop/proc.h"
@@ -565,14 +566,18 @@ static int in_the_way(const git_strarray *paths, const char *path, const char *b
 /*
  * Before a merge writes `paths` into the main work tree: each must hold
  * HEAD's content there, or the merge's already (a kill after the checkout;
- * the user's change that a child carried and committed). Anything else is
- * the user's uncommitted change, which the checkout would overwrite.
+ * the user's change that a child carried and committed), or the start of
+ * the merge's that a checkout of it cut short left (worktree_torn.c).
+ * Anything else is the user's uncommitted change, which the checkout
+ * would overwrite.
  */
-static int keeps_user_changes(git_repository *repo, git_tree *ours, git_tree *merged,
-			      const git_strarray *paths, const char *branch)
+static int keeps_user_changes(git_repository *repo, const git_oid *head, git_tree *ours,
+			      git_tree *merged, const git_strarray *paths, const char *branch)
 {
+	struct al_torn torn;
 	int rc = 0;
 
+	al_torn_load(&torn, repo, head);
 	for (size_t i = 0; i < paths->count && rc == 0; i++) {
 		struct recorded here, before, after;
 
@@ -583,11 +588,13 @@ static int keeps_user_changes(git_repository *repo, git_tree *ours, git_tree *me
 		tree_recorded(&before, ours, paths->strings[i]);
 		tree_recorded(&after, merged, paths->strings[i]);
 		if ((rc = work_recorded(&here, repo, paths->strings[i])) == 0 &&
-		    !same_recorded(&here, &before) && !same_recorded(&here, &after))
+		    !same_recorded(&here, &before) && !same_recorded(&here, &after) &&
+		    !al_torn_here(&torn, repo, paths->strings[i]))
 			rc = al_err(AL_ECONFLICT, "your change to '%s' in the main work tree would be "
 				    "overwritten by the merge of branch '%s': commit it elsewhere or "
 				    "undo it, then resume", paths->strings[i], branch);
 	}
+	al_torn_release(&torn);
 	return rc;
 }
 
@@ -678,6 +685,7 @@ static int merge_into(const char *branch, const char *message, const char *resol
 	/* in HEAD's history already: merged before a kill, or nothing done */
 	if (git_oid_equal(git_commit_id(ours), git_commit_id(theirs)) ||
 	    git_graph_descendant_of(repo, git_commit_id(ours), git_commit_id(theirs)) == 1) {
+		al_torn_forget(repo);
 		rc = 0;
 		goto done;
 	}
@@ -703,9 +711,13 @@ static int merge_into(const char *branch, const char *message, const char *resol
 	}
 	/* the work tree and index: the files the merge changes, and only those */
 	if ((rc = changed_paths(repo, ours_tree, tree, &paths)) < 0 ||
-	    (rc = keeps_user_changes(repo, ours_tree, tree, &paths, branch)) < 0)
+	    (rc = keeps_user_changes(repo, git_commit_id(ours), ours_tree, tree, &paths,
+				     branch)) < 0)
 		goto done;
 	if (paths.count) {
+		/* a file it half writes (a full disk, a kill) is then known as ailoop's */
+		if ((rc = al_torn_record(repo, git_commit_id(ours), &tree_oid, &paths)) < 0)
+			goto done;
 		co.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH;
 		co.paths = paths;
 		if (git_checkout_tree(repo, (git_object *)tree, &co) < 0) {
@@ -737,6 +749,7 @@ static int merge_into(const char *branch, const char *message, const char *resol
 		goto done;
 	al_crash_point("merged");
 	rc = 1;
+	al_torn_forget(repo);
 done:
 	for (size_t i = 0; i < paths.count; i++)
 		free(paths.strings[i]);
