@@ -205,13 +205,27 @@ done:
 	return rc;
 }
 
+/* Removes worktree `name` unless a repository an agent made there must keep it (*kept). */
+static int remove_one(git_repository *repo, const char *name, bool *kept)
+{
+	git_worktree *wt = NULL;
+
+	*kept = false;
+	if (git_worktree_lookup(&wt, repo, name) == 0)
+		al_worktree_move_repos(repo, wt, kept);
+	git_worktree_free(wt);
+	git_error_clear();
+	return *kept ? 0 : prune(repo, name, true);
+}
+
 int al_worktree_remove(const char *name)
 {
 	git_repository *repo = NULL;
+	bool kept;
 	int rc = open_repo(&repo);
 
 	if (rc == 0) {
-		rc = prune(repo, name, true);
+		rc = remove_one(repo, name, &kept);
 		close_repo(repo);
 	}
 	return rc;
@@ -222,6 +236,7 @@ int al_worktree_remove_all(const char *dir)
 	git_repository *repo = NULL;
 	git_strarray names = { 0 };
 	char *real = realpath(dir, NULL);
+	bool any_kept = false;
 	int rc = 0;
 
 	if (!real)
@@ -234,15 +249,18 @@ int al_worktree_remove_all(const char *dir)
 		rc = fail("cannot list the worktrees");
 	for (size_t i = 0; rc == 0 && i < names.count; i++) {
 		git_worktree *wt = NULL;
+		bool kept = false;
 
 		if (git_worktree_lookup(&wt, repo, names.strings[i]) == 0 &&
-		    al_starts_with(git_worktree_path(wt), real))
-			rc = prune(repo, names.strings[i], true);
+		    al_starts_with(git_worktree_path(wt), real)) {
+			rc = remove_one(repo, names.strings[i], &kept);
+			any_kept = any_kept || kept;
+		}
 		git_worktree_free(wt);
 	}
 	git_strarray_dispose(&names);
 	close_repo(repo);
-	if (rc == 0)
+	if (rc == 0 && !any_kept)
 		rc = al_remove_tree(real);
 	free(real);
 	return rc;

@@ -42,4 +42,13 @@ bool al_torn_here(const struct al_torn *t, git_repository *repo, const char *pat
 /* The merge is made: the record goes (a kill may leave it; HEAD's move makes it void). */
 void al_torn_forget(git_repository *repo);
 
+/*
+ * Before worktree `wt` goes: each repository an agent made there that
+ * HEAD records a gitlink to (its child is merged) moves into the main
+ * work tree (the current directory), into the empty directory the merge's
+ * checkout made for it (worktree_nested.c). *kept: one could not, and the
+ * worktree must stay (said on stderr).
+ */
+void al_worktree_move_repos(git_repository *repo, git_worktree *wt, bool *kept);
+
 #endif
