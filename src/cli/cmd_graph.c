@@ -1,5 +1,5 @@
-#include "ailoop/cli.h"
-#include "ailoop/graph.h"
+#include "ailoop/cli/cli.h"
+#include "ailoop/model/graph.h"
 
 #include <string.h>
 

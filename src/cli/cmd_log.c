@@ -1,8 +1,9 @@
-#include "ailoop/cli.h"
-#include "ailoop/fsutil.h"
-#include "ailoop/history.h"
-#include "ailoop/run.h"
-#include "ailoop/util.h"
+#include "ailoop/cli/cli.h"
+#include "ailoop/store/run_view.h"
+#include "ailoop/base/fsutil.h"
+#include "ailoop/store/history.h"
+#include "ailoop/store/run.h"
+#include "ailoop/base/util.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -258,7 +259,7 @@ int cmd_log(int argc, char **argv)
 
 		free(state);
 		if (!here)
-			found = al_cli_run_on_branches(git, argv[optind], false, &elsewhere);
+			found = al_run_on_branches(git, argv[optind], false, &elsewhere);
 		if (found) {
 			branch = elsewhere;
 		} else if ((rc = al_run_open(&run, argv[optind])) < 0) {
@@ -288,7 +289,7 @@ int cmd_log(int argc, char **argv)
 	if (!n && !json) {
 		code = al_cli_fail(AL_EXIT_NOINPUT, "no ailoop commits on %s", branch ? branch : "HEAD");
 		if (!branch && optind >= argc &&
-		    (found = al_cli_run_on_branches(git, NULL, false, &elsewhere)))
+		    (found = al_run_on_branches(git, NULL, false, &elsewhere)))
 			fprintf(stderr, "ailoop: run %s is on branch %s: 'ailoop log %s' shows it\n",
 				found, elsewhere, found);
 		goto done;

@@ -1,7 +1,7 @@
-#include "ailoop/cli.h"
-#include "ailoop/fsutil.h"
-#include "ailoop/memory.h"
-#include "ailoop/util.h"
+#include "ailoop/cli/cli.h"
+#include "ailoop/base/fsutil.h"
+#include "ailoop/store/memory.h"
+#include "ailoop/base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

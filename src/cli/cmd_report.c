@@ -1,8 +1,8 @@
-#include "ailoop/cli.h"
-#include "ailoop/fsutil.h"
-#include "ailoop/report.h"
-#include "ailoop/run_view.h"
-#include "ailoop/util.h"
+#include "ailoop/cli/cli.h"
+#include "ailoop/base/fsutil.h"
+#include "ailoop/report/report.h"
+#include "ailoop/store/run_view.h"
+#include "ailoop/base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,13 +1,14 @@
-#include "ailoop/cli.h"
-#include "ailoop/exec.h"
-#include "ailoop/fsutil.h"
-#include "ailoop/history.h"
-#include "ailoop/proc.h"
-#include "ailoop/sha256.h"
-#include "ailoop/signals.h"
-#include "ailoop/slurm.h"
-#include "ailoop/strbuf.h"
-#include "ailoop/util.h"
+#include "ailoop/cli/cli.h"
+#include "ailoop/store/run_view.h"
+#include "ailoop/exec/exec.h"
+#include "ailoop/base/fsutil.h"
+#include "ailoop/store/history.h"
+#include "ailoop/proc/proc.h"
+#include "ailoop/base/sha256.h"
+#include "ailoop/base/signals.h"
+#include "ailoop/proc/slurm.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/base/util.h"
 #include <dirent.h>
 
 #include <stdlib.h>
@@ -387,10 +388,10 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 	if (lock_fd < 0)
 		lock_fd = own_lock;
 	if (id && !run_here(id)) {
-		picked = al_cli_run_on_branches(git, id, true, &elsewhere);
+		picked = al_run_on_branches(git, id, true, &elsewhere);
 		id = picked ? picked : id;
 	} else if (!id && !(id = picked = find_resumable(git, &locked, &damaged)) && !locked) {
-		id = picked = al_cli_run_on_branches(git, NULL, true, &elsewhere);
+		id = picked = al_run_on_branches(git, NULL, true, &elsewhere);
 	}
 	if (id && elsewhere) {
 		/* its directory is on its branch: check that out first */

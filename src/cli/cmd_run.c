@@ -1,11 +1,12 @@
-#include "ailoop/cli.h"
-#include "ailoop/exec.h"
-#include "ailoop/fsutil.h"
-#include "ailoop/git.h"
-#include "ailoop/run.h"
-#include "ailoop/sha256.h"
-#include "ailoop/signals.h"
-#include "ailoop/util.h"
+#include "ailoop/cli/cli.h"
+#include "ailoop/store/run_view.h"
+#include "ailoop/exec/exec.h"
+#include "ailoop/base/fsutil.h"
+#include "ailoop/git/git.h"
+#include "ailoop/store/run.h"
+#include "ailoop/base/sha256.h"
+#include "ailoop/base/signals.h"
+#include "ailoop/base/util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -457,7 +458,7 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	init.base_branch = base;
 	al_signals_install(); /* from here on a signal pauses the run, whenever it comes */
 	/* a run id another branch's run has is not free, though its directory is not here */
-	al_cli_branch_run_ids(git, &taken, &ntaken);
+	al_run_branch_ids(git, &taken, &ntaken);
 	rc = al_run_create(&run, &init, taken, ntaken);
 	al_strv_free(taken, ntaken);
 	/* the run records its branch first: a resume can make a branch never made */

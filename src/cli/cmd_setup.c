@@ -1,11 +1,11 @@
 #include "setup.h"
 
-#include "ailoop/cli.h"
-#include "ailoop/flow.h"
-#include "ailoop/runner.h"
-#include "ailoop/strbuf.h"
-#include "ailoop/templates.h"
-#include "ailoop/util.h"
+#include "ailoop/cli/cli.h"
+#include "ailoop/model/flow.h"
+#include "ailoop/model/runner.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/model/templates.h"
+#include "ailoop/base/util.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
-#include "ailoop/cli.h"
-#include "ailoop/exec.h"
-#include "ailoop/flow.h"
-#include "ailoop/util.h"
+#include "ailoop/cli/cli.h"
+#include "ailoop/exec/exec.h"
+#include "ailoop/model/flow.h"
+#include "ailoop/base/util.h"
 
 #include <stdlib.h>
 

@@ -1,9 +1,9 @@
-#include "ailoop/cli.h"
-#include "ailoop/git.h"
-#include "ailoop/run.h"
-#include "ailoop/fsutil.h"
-#include "ailoop/strbuf.h"
-#include "ailoop/util.h"
+#include "ailoop/cli/cli.h"
+#include "ailoop/git/git.h"
+#include "ailoop/store/run.h"
+#include "ailoop/base/fsutil.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/base/util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -182,79 +182,6 @@ int al_cli_lock_worktree(struct al_git *git, int *fd)
 	if (rc == 0)
 		rc = al_git_recover_restart(git);
 	return rc < 0 ? al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg()) : 0;
-}
-
-char *al_cli_run_on_branches(struct al_git *git, const char *wanted, bool resumable,
-			     char **branch)
-{
-	char **branches, *found = NULL, *current = NULL;
-	size_t nb;
-
-	*branch = NULL;
-	if (al_git_branches(git, "ai-loop/", &branches, &nb) < 0)
-		return NULL;
-	al_git_head(git, &current, NULL);
-	for (size_t b = 0; b < nb; b++) {
-		char *rev = al_xprintf("refs/heads/%s", branches[b]), **ids = NULL;
-		size_t n = 0;
-
-		/* the checked-out branch's runs are here: a file missing is damage */
-		if ((!current || strcmp(current, branches[b])) &&
-		    al_git_ls(git, rev, AL_RUNS_DIR, &ids, &n) < 0)
-			n = 0;
-		for (size_t i = 0; i < n; i++) {
-			struct al_strbuf text = AL_STRBUF_INIT;
-			struct al_run_state st;
-			char *path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, ids[i]);
-
-			if (al_starts_with(ids[i], "run_") && !al_file_exists(path) &&
-			    (!wanted || !strcmp(wanted, ids[i])) &&
-			    al_git_read(git, rev, path, &text) == 0 &&
-			    al_run_state_parse(&st, path, text.buf, text.len) == 0) {
-				if ((!resumable || al_status_resumable(st.status)) && st.branch &&
-				    !strcmp(st.branch, branches[b]) &&
-				    (!found || al_run_id_cmp(ids[i], found) > 0)) {
-					free(found);
-					free(*branch);
-					found = al_strdup(ids[i]);
-					*branch = al_strdup(branches[b]);
-				}
-				al_run_state_release(&st);
-			}
-			al_strbuf_release(&text);
-			free(path);
-		}
-		al_strv_free(ids, n);
-		free(rev);
-	}
-	al_strv_free(branches, nb);
-	free(current);
-	return found;
-}
-
-void al_cli_branch_run_ids(struct al_git *git, char ***ids, size_t *n)
-{
-	char **branches;
-	size_t nb, alloc = 0;
-
-	*ids = NULL;
-	*n = 0;
-	if (al_git_branches(git, "ai-loop/", &branches, &nb) < 0)
-		return;
-	for (size_t b = 0; b < nb; b++) {
-		char *rev = al_xprintf("refs/heads/%s", branches[b]), **names = NULL;
-		size_t k = 0;
-
-		if (al_git_ls(git, rev, AL_RUNS_DIR, &names, &k) < 0)
-			k = 0;
-		for (size_t i = 0; i < k; i++) {
-			AL_GROW(*ids, *n, alloc);
-			(*ids)[(*n)++] = names[i];
-		}
-		free(names);
-		free(rev);
-	}
-	al_strv_free(branches, nb);
 }
 
 void al_cli_lost(struct al_git *g, const char *rev, const char *dir, const char *skip,

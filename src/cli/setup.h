@@ -7,8 +7,8 @@
  * files it validates and writes (setup_files.c).
  */
 
-#include "ailoop/strbuf.h"
-#include "ailoop/templates.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/model/templates.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,11 +1,11 @@
 #include "setup.h"
 
-#include "ailoop/cli.h"
-#include "ailoop/flow.h"
-#include "ailoop/fsutil.h"
-#include "ailoop/sha256.h"
-#include "ailoop/strbuf.h"
-#include "ailoop/util.h"
+#include "ailoop/cli/cli.h"
+#include "ailoop/model/flow.h"
+#include "ailoop/base/fsutil.h"
+#include "ailoop/base/sha256.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/base/util.h"
 
 #include <errno.h>
 #include <limits.h>

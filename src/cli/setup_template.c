@@ -1,11 +1,11 @@
 #include "setup.h"
 
-#include "ailoop/cli.h"
-#include "ailoop/detect.h"
-#include "ailoop/flow.h"
-#include "ailoop/shellcmd.h"
-#include "ailoop/strbuf.h"
-#include "ailoop/util.h"
+#include "ailoop/cli/cli.h"
+#include "ailoop/model/detect.h"
+#include "ailoop/model/flow.h"
+#include "ailoop/base/shellcmd.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/base/util.h"
 
 #include <stdlib.h>
 #include <string.h>

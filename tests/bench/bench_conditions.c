@@ -7,12 +7,12 @@
  *
  *   bench_conditions [EVALUATIONS]     prints the figures; exit 1 over budget
  */
-#include "ailoop/check.h"
-#include "ailoop/condition.h"
-#include "ailoop/doc.h"
-#include "ailoop/memory.h"
-#include "ailoop/strbuf.h"
-#include "ailoop/util.h"
+#include "ailoop/model/check.h"
+#include "ailoop/model/condition.h"
+#include "ailoop/model/doc.h"
+#include "ailoop/store/memory.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/base/util.h"
 
 #include <jansson.h>
 #include <stdio.h>

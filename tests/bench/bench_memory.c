@@ -5,8 +5,8 @@
  *
  *   cmake --build build --target bench_memory && build/tests/bench_memory [N [M]]
  */
-#include "ailoop/memory.h"
-#include "ailoop/util.h"
+#include "ailoop/store/memory.h"
+#include "ailoop/base/util.h"
 
 #include <fcntl.h>
 #include <stdio.h>

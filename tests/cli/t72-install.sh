@@ -73,7 +73,7 @@ expect_eq "$help_codes" "$readme_codes" "--help: the exit codes are the README's
 
 # every variable an agent gets, and those ailoop reads
 environment=$(section ENVIRONMENT)
-for var in $(grep -o '"AILOOP_[A-Z_]*"' "$AILOOP_SRC/src/invoke.c" | tr -d '"' | sort -u) \
+for var in $(grep -o '"AILOOP_[A-Z_]*"' "$AILOOP_SRC/src/exec/invoke.c" | tr -d '"' | sort -u) \
 	AILOOP_FSYNC NO_COLOR; do
 	expect_in "$environment" "$var" "man page: ENVIRONMENT names $var"
 	grep -q "$var" "$AILOOP_SRC/README.md" && pass || fail "README names $var"

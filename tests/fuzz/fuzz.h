@@ -7,7 +7,7 @@
  * makes are sorted and printed (quoting the source line under a caret)
  * to /dev/null, so that every position reported is also used.
  */
-#include "ailoop/diag.h"
+#include "ailoop/base/diag.h"
 
 #include <limits.h>
 #include <stdint.h>

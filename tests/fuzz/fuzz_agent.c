@@ -4,7 +4,7 @@
  * names, from a directory of its own that is the current one, so the path
  * is inside it as agent paths must be.
  */
-#include "ailoop/agent.h"
+#include "ailoop/model/agent.h"
 
 #include "fuzz.h"
 

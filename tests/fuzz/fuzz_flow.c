@@ -5,9 +5,9 @@
  * of the corpus's flows, so that the agent files they name are loaded and
  * checked too; the flow itself is a file in a directory of its own.
  */
-#include "ailoop/flow.h"
-#include "ailoop/graph.h"
-#include "ailoop/strbuf.h"
+#include "ailoop/model/flow.h"
+#include "ailoop/model/graph.h"
+#include "ailoop/base/strbuf.h"
 
 #include "fuzz.h"
 

@@ -3,9 +3,9 @@
  * (output.c): whatever the input, the reader does not crash, and an output
  * it rewrites is one the strict reader reads, with the key readable.
  */
-#include "ailoop/md.h"
-#include "ailoop/output.h"
-#include "ailoop/util.h"
+#include "ailoop/model/md.h"
+#include "ailoop/model/output.h"
+#include "ailoop/base/util.h"
 
 #include "fuzz.h"
 

@@ -1,5 +1,5 @@
-#include "ailoop/agent.h"
-#include "ailoop/util.h"
+#include "ailoop/model/agent.h"
+#include "ailoop/base/util.h"
 
 #include "unit.h"
 

@@ -1,6 +1,6 @@
-#include "ailoop/breaker.h"
-#include "ailoop/state.h"
-#include "ailoop/util.h"
+#include "ailoop/exec/breaker.h"
+#include "ailoop/store/state.h"
+#include "ailoop/base/util.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
-#include "ailoop/budget.h"
-#include "ailoop/exec.h"
-#include "ailoop/flow.h"
-#include "ailoop/run.h"
-#include "ailoop/util.h"
+#include "ailoop/exec/budget.h"
+#include "ailoop/exec/exec.h"
+#include "ailoop/model/flow.h"
+#include "ailoop/store/run.h"
+#include "ailoop/base/util.h"
 
 #include "unit.h"
 

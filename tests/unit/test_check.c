@@ -1,5 +1,5 @@
-#include "ailoop/check.h"
-#include "ailoop/doc.h"
+#include "ailoop/model/check.h"
+#include "ailoop/model/doc.h"
 
 #include "unit.h"
 

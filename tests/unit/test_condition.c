@@ -1,7 +1,7 @@
-#include "ailoop/check.h"
-#include "ailoop/condition.h"
-#include "ailoop/doc.h"
-#include "ailoop/strbuf.h"
+#include "ailoop/model/check.h"
+#include "ailoop/model/condition.h"
+#include "ailoop/model/doc.h"
+#include "ailoop/base/strbuf.h"
 
 #include "unit.h"
 

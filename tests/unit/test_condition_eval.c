@@ -1,10 +1,10 @@
-#include "ailoop/check.h"
-#include "ailoop/condition.h"
-#include "ailoop/doc.h"
-#include "ailoop/fsutil.h"
-#include "ailoop/memory.h"
-#include "ailoop/signals.h"
-#include "ailoop/strbuf.h"
+#include "ailoop/model/check.h"
+#include "ailoop/model/condition.h"
+#include "ailoop/model/doc.h"
+#include "ailoop/base/fsutil.h"
+#include "ailoop/store/memory.h"
+#include "ailoop/base/signals.h"
+#include "ailoop/base/strbuf.h"
 
 #include "unit.h"
 

@@ -1,5 +1,5 @@
-#include "ailoop/detect.h"
-#include "ailoop/fsutil.h"
+#include "ailoop/model/detect.h"
+#include "ailoop/base/fsutil.h"
 #include "unit.h"
 
 #include <stdio.h>

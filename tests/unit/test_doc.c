@@ -1,6 +1,6 @@
-#include "ailoop/doc.h"
-#include "ailoop/strbuf.h"
-#include "ailoop/util.h"
+#include "ailoop/model/doc.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/base/util.h"
 
 #include "unit.h"
 

@@ -1,7 +1,7 @@
-#include "ailoop/feedback.h"
-#include "ailoop/flow.h"
-#include "ailoop/md.h"
-#include "ailoop/util.h"
+#include "ailoop/exec/feedback.h"
+#include "ailoop/model/flow.h"
+#include "ailoop/model/md.h"
+#include "ailoop/base/util.h"
 
 #include "unit.h"
 

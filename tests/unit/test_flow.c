@@ -1,7 +1,7 @@
-#include "ailoop/budget.h"
-#include "ailoop/flow.h"
-#include "ailoop/strbuf.h"
-#include "ailoop/util.h"
+#include "ailoop/exec/budget.h"
+#include "ailoop/model/flow.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/base/util.h"
 
 #include "unit.h"
 

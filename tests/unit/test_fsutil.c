@@ -1,4 +1,4 @@
-#include "ailoop/fsutil.h"
+#include "ailoop/base/fsutil.h"
 #include "unit.h"
 
 #include <fcntl.h>

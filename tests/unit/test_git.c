@@ -1,5 +1,5 @@
-#include "ailoop/git.h"
-#include "ailoop/fsutil.h"
+#include "ailoop/git/git.h"
+#include "ailoop/base/fsutil.h"
 #include "unit.h"
 
 #include <fcntl.h>

@@ -1,5 +1,5 @@
-#include "../../src/git_repo.h"
-#include "ailoop/watch.h"
+#include "../../src/git/git_repo.h"
+#include "ailoop/git/watch.h"
 #include "unit.h"
 
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "../../src/git_repo.h"
+#include "../../src/git/git_repo.h"
 #include "unit.h"
 
 /*

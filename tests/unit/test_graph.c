@@ -1,7 +1,7 @@
-#include "ailoop/flow.h"
-#include "ailoop/graph.h"
-#include "ailoop/strbuf.h"
-#include "ailoop/util.h"
+#include "ailoop/model/flow.h"
+#include "ailoop/model/graph.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/base/util.h"
 
 #include "unit.h"
 

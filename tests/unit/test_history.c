@@ -1,4 +1,4 @@
-#include "ailoop/history.h"
+#include "ailoop/store/history.h"
 #include "unit.h"
 
 static void setup(void)

@@ -1,5 +1,5 @@
-#include "ailoop/md.h"
-#include "ailoop/fsutil.h"
+#include "ailoop/model/md.h"
+#include "ailoop/base/fsutil.h"
 #include "unit.h"
 
 static struct al_md md = AL_MD_INIT;

@@ -1,4 +1,4 @@
-#include "ailoop/memory.h"
+#include "ailoop/store/memory.h"
 #include "unit.h"
 
 #include <fcntl.h>

@@ -1,5 +1,5 @@
-#include "ailoop/output.h"
-#include "ailoop/md.h"
+#include "ailoop/model/output.h"
+#include "ailoop/model/md.h"
 #include "unit.h"
 
 /*

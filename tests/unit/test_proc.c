@@ -1,6 +1,6 @@
-#include "ailoop/fsutil.h"
-#include "ailoop/proc.h"
-#include "ailoop/signals.h"
+#include "ailoop/base/fsutil.h"
+#include "ailoop/proc/proc.h"
+#include "ailoop/base/signals.h"
 #include "unit.h"
 
 #include <signal.h>

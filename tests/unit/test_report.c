@@ -1,5 +1,5 @@
-#include "ailoop/report.h"
-#include "ailoop/strbuf.h"
+#include "ailoop/report/report.h"
+#include "ailoop/base/strbuf.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

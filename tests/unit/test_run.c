@@ -1,5 +1,5 @@
-#include "ailoop/run.h"
-#include "ailoop/fsutil.h"
+#include "ailoop/store/run.h"
+#include "ailoop/base/fsutil.h"
 #include "unit.h"
 
 #include <jansson.h>

@@ -1,4 +1,4 @@
-#include "ailoop/runner.h"
+#include "ailoop/model/runner.h"
 #include "unit.h"
 
 /* The argv as one string, arguments in brackets: "[a] [b c]". */

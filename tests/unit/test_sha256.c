@@ -1,4 +1,4 @@
-#include "ailoop/sha256.h"
+#include "ailoop/base/sha256.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

@@ -1,6 +1,6 @@
-#include "ailoop/runner.h"
-#include "ailoop/slurm.h"
-#include "ailoop/util.h"
+#include "ailoop/model/runner.h"
+#include "ailoop/proc/slurm.h"
+#include "ailoop/base/util.h"
 
 #include <criterion/criterion.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-#include "ailoop/state.h"
+#include "ailoop/store/state.h"
 #include "unit.h"
 
 #include <regex.h>

@@ -1,5 +1,5 @@
-#include "ailoop/strbuf.h"
-#include "ailoop/util.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/base/util.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>

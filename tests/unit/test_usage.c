@@ -1,4 +1,4 @@
-#include "ailoop/usage.h"
+#include "ailoop/proc/usage.h"
 #include "unit.h"
 
 /* What each CLI printed (tests/fixtures/usage), read into one record. */

@@ -1,4 +1,4 @@
-#include "ailoop/watch.h"
+#include "ailoop/git/watch.h"
 #include "unit.h"
 
 /* `data` names the directory to leave out; one holding a .git entry is a repository */

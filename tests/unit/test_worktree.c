@@ -1,4 +1,4 @@
-#include "ailoop/worktree.h"
+#include "ailoop/git/worktree.h"
 #include "unit.h"
 
 #include <fcntl.h>

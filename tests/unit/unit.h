@@ -6,9 +6,9 @@
  * written from strings, and lookups in a set of diagnostics. Criterion runs
  * every test in its own process, so a test may chdir freely.
  */
-#include "ailoop/diag.h"
-#include "ailoop/strbuf.h"
-#include "ailoop/util.h"
+#include "ailoop/base/diag.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/base/util.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>

@@ -1,0 +1,80 @@
+#ifndef AILOOP_BUDGET_H
+#define AILOOP_BUDGET_H
+
+#include "ailoop/exec/exec.h"
+#include "ailoop/proc/proc.h"
+
+#include <pcre2.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * Budgets and rate limits of a run's agents (flow.yaml `limits:`).
+ *
+ * Every agent call (controllers, actuators, actions, LLM sensors; command
+ * sensors are not agent calls) is recorded before its process starts as
+ * one line, its start time in seconds since the epoch, appended to the run's
+ * logs/agent-calls under an flock: parallel children and resumes add to
+ * the same count, and a line torn by a kill is dropped, its call never
+ * having started. A line that is not a time (digits alone, up to the year
+ * 9999) is no call: al_budget_acquire names it once as a warning. The file is never committed (logs/), so restoring the
+ * run's files from git does not give calls back.
+ *
+ * - max_agent_calls: calls made in the whole run, over every resume;
+ * - max_wall_seconds: the time ailoop has spent on the run (the root
+ *   node's clock, as its timeout_seconds counts it): time while the run was
+ *   paused, blocked or killed does not count, waits for the hourly limit do;
+ * - max_agent_calls_per_hour: a sliding window of the recorded start times;
+ *   when full, the next call waits until the oldest leaves it, and a resume
+ *   after a kill waits what remains, the times being on disk; a time
+ *   later than now (the clock moved back) counts as now, so no wait is
+ *   longer than the window.
+ *
+ * A spent budget is AL_EBLOCKED: the run is blocked, the step not begun, and
+ * `ailoop resume` after raising the limit in flow.yaml runs it.
+ *
+ * An agent that fails (non-zero exit) with output that matches
+ * rate_limit_pattern is run again after a back-off of
+ * rate_limit_backoff_seconds, doubling with each attempt, at most
+ * AL_RATE_LIMIT_BACKOFF_MAX; its failure is not the node's. Each attempt is
+ * an agent call.
+ */
+#define AL_BUDGET_FILE AL_RUN_AGENTS_DIR "/agent-calls"
+/* (the limits' defaults and bounds: model/flow.h) */
+
+/*
+ * Before an agent call starts (`what` names it for messages): blocks if a
+ * budget is spent, waits while the hourly window is full (no longer than
+ * the run's time budget lasts), then records the call. AL_EBLOCKED,
+ * AL_EINTR if interrupted while waiting, AL_ETIMEOUT if the node's
+ * deadline `deadline_ms` (al_now_ms(); 0: none) came while it waited, or
+ * an I/O error.
+ */
+int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms);
+
+/* Whether an agent's failure `r` is a rate limit (by the flow's pattern). */
+bool al_rate_limited(const struct al_flow *flow, const struct al_proc_result *r);
+
+/*
+ * Waits the back-off of the `attempt`-th (0-based) retry of a rate-limited
+ * agent, no longer than the run's time budget lasts; AL_EINTR if
+ * interrupted, AL_ETIMEOUT if the node's deadline `deadline_ms` came first.
+ */
+int al_rate_limit_wait(struct al_exec *ex, const char *what, int attempt, int64_t deadline_ms);
+
+/* What a run has used, for `ailoop status`. */
+struct al_budget_use {
+	long calls;           /* agent calls made */
+	long calls_last_hour; /* of which started in the last hour */
+	int64_t wait_until;   /* 0, or when the hourly limit lets the next call start */
+};
+int al_budget_read(const char *run_dir, int per_hour, struct al_budget_use *use);
+
+/*
+ * Seconds since the epoch. Test builds (AILOOP_TEST_HOOKS) honour
+ * AILOOP_TEST_CLOCK=FILE: the time is the number in that file, which the
+ * test moves on, and waits poll it.
+ */
+int64_t al_budget_now(void);
+
+#endif

@@ -1,0 +1,97 @@
+#ifndef AILOOP_RUNNER_H
+#define AILOOP_RUNNER_H
+
+#include "ailoop/base/diag.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * Runner presets: how to start an agent CLI headless so that it can edit
+ * files. A command template may hold {model}, {tools} (the agent's
+ * `tools` as written: "Read,Bash(git *)"), {tool-names} (the tools alone:
+ * "Read,Bash"), {disallowed-tools}, {approval-mode} ("yolo" for an agent
+ * that may have to run commands, else "auto_edit"), {prompt} and
+ * {prompt-file}; an argument whose placeholders all expand to nothing is
+ * left out (so "--model={model}" vanishes when there is no model), except
+ * that a `tools` given as an empty list keeps "--tools={tool-names}": no
+ * tools. The prompt goes to standard input, is the last argument ({prompt}
+ * where the template says), or is a file whose path is the last argument
+ * ({prompt-file} where the template says).
+ */
+enum al_prompt_mode { AL_PROMPT_STDIN, AL_PROMPT_ARG, AL_PROMPT_FILE };
+
+/* Which models a runner's program takes; ANY for runners a flow defines. */
+enum al_models {
+	AL_MODELS_ANY,
+	AL_MODELS_CLAUDE,   /* an alias (sonnet, opus, haiku) or claude-... */
+	AL_MODELS_OPENAI,   /* not a Claude or Gemini model */
+	AL_MODELS_GEMINI,   /* not a Claude or OpenAI model */
+	AL_MODELS_PROVIDER, /* provider/model */
+};
+
+struct al_runner {
+	const char *name;
+	const char *const *argv; /* NULL-terminated template */
+	enum al_prompt_mode prompt;
+	const char *install; /* how to install the program, for the error */
+	struct al_pos pos;   /* where the flow defines it; file NULL if built in */
+	bool owns_argv;
+	enum al_models models;
+};
+
+struct al_runners {
+	struct al_runner *v;
+	size_t n, alloc;
+};
+
+/* Fills `rs` with the built-in presets: claude, codex, gemini, aider, opencode. */
+void al_runners_init(struct al_runners *rs);
+void al_runners_release(struct al_runners *rs);
+struct al_runner *al_runners_find(const struct al_runners *rs, const char *name);
+/*
+ * The runner called `name`, added (empty) if it is not there yet. `name`
+ * is not copied: it must live as long as `rs` (the flow's document does).
+ */
+struct al_runner *al_runners_get(struct al_runners *rs, const char *name);
+/* Comma-separated names, for error messages. Caller frees. */
+char *al_runners_names(const struct al_runners *rs);
+
+extern const char *const al_prompt_mode_names[3];
+
+/*
+ * NULL if runner `r` can take `model`, else what it takes instead (a
+ * phrase to follow "it takes ").
+ */
+const char *al_runner_model_problem(const struct al_runner *r, const char *model);
+
+/* True if the runner's template has placeholder `name` ("tools", ...). */
+bool al_runner_uses(const struct al_runner *r, const char *name);
+
+/* True if the comma-separated `tools` name tool `name`, with or without a (pattern). */
+bool al_tools_include(const char *tools, const char *name);
+/*
+ * True if `tools` (NULL: every tool) let an agent run `program` in its
+ * shell: the whole of Bash, or a pattern for it ("Bash(make:*)" for make).
+ */
+bool al_tools_allow_command(const char *tools, const char *program);
+
+/* What fills a runner template's placeholders. NULL means empty. */
+struct al_runner_vars {
+	const char *model;
+	const char *tools;
+	const char *disallowed_tools;
+	bool commands;           /* its role may run commands: sensor, actuator, action */
+	const char *prompt;      /* for prompt: arg */
+	const char *prompt_file; /* for prompt: file */
+};
+
+/*
+ * Expands the runner's template into a NULL-terminated argv (caller frees
+ * each string and the array). The prompt or prompt file is appended as the
+ * last argument when the template has no {prompt}/{prompt-file} for it.
+ */
+char **al_runner_argv(const struct al_runner *r, const struct al_runner_vars *vars);
+void al_argv_free(char **argv);
+
+#endif

@@ -1,0 +1,50 @@
+#ifndef AILOOP_RUN_VIEW_H
+#define AILOOP_RUN_VIEW_H
+
+#include "ailoop/git/git.h"
+#include "ailoop/store/state.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * A run as `status` and `report` read it: its run-state.md and every node's
+ * orchestrator-output.md, from the work tree, or from the last commit of
+ * its branch when that branch is not checked out.
+ */
+struct al_run_nodes {
+	struct al_node_state *v; /* parents before children */
+	size_t n, alloc;
+	char **errors;           /* damaged state files */
+	size_t nerrors, errors_alloc;
+};
+
+struct al_run_view {
+	struct al_run_state st;
+	struct al_run_nodes nodes;
+	char *dir;    /* .ai-loop/runs/<id> */
+	char *from;   /* the branch it was read from when not checked out, else NULL */
+	char *holder; /* who holds the run's lock, or NULL */
+};
+
+/*
+ * Reads run `id`, or the newest run (here or on a branch) if `id` is NULL.
+ * `git` may be NULL (then only the work tree is looked at). AL_ENOTFOUND
+ * (al_errmsg() says so) when there is no such run or no run at all.
+ * Release with al_run_view_release() in every case.
+ */
+int al_run_view_load(struct al_run_view *out, struct al_git *git, const char *id);
+void al_run_view_release(struct al_run_view *v);
+
+/*
+ * A run on a branch that is not checked out: its directory is in that
+ * branch's history only (not in the work tree), and the state at the tip
+ * names the branch as the run's. Returns the newest such run's id (or run
+ * `wanted`'s; with `resumable`, only a run that can be resumed), or NULL;
+ * caller frees it and *branch.
+ */
+char *al_run_on_branches(struct al_git *git, const char *wanted, bool resumable, char **branch);
+/* The ids of the runs on the run branches (ai-loop/…), checked out or not. Caller frees. */
+void al_run_branch_ids(struct al_git *git, char ***ids, size_t *n);
+
+#endif

@@ -1,0 +1,275 @@
+#include "ailoop/cli/cli.h"
+#include "ailoop/base/fsutil.h"
+#include "ailoop/base/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <git2.h>
+#include <jansson.h>
+#include <pcre2.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+const struct al_command al_commands[] = {
+	{ "setup", cmd_setup,
+	  "[--template NAME] [--sensor NAME=COMMAND]... [--levels N] [--runner NAME]\n"
+	  "                    [--max-iterations N] [--yes] [--force]",
+	  "write .ai-loop/: a flow and its agents, for this project",
+	  "Detects the project's test commands (Makefile: make test or make check;\n"
+	  "CMakeLists.txt: ctest --test-dir build; package.json: npm test; Cargo.toml:\n"
+	  "cargo test; go.mod: go test ./...; pyproject.toml, setup.py, pytest.ini: pytest;\n"
+	  "pom.xml: mvn test; build.gradle: gradle test; Gemfile: bundle exec rspec;\n"
+	  "mix.exs: mix test), in the repository root and in each directory one level down\n"
+	  "(a monorepo: one sensor each, run as 'cd DIR && ...'). Then writes\n"
+	  ".ai-loop/flow.yaml from a template, .ai-loop/agents/*.md (the controllers,\n"
+	  "actuator, LLM sensor and action agent, and one command sensor per test command:\n"
+	  "ailoop runs it itself, no LLM) and .ai-loop/runs/.gitkeep, and checks that the\n"
+	  "flow validates.\n\n"
+	  "On a terminal it asks for the number of levels, each level's id, sensors\n"
+	  "(name, command, target) and max iterations, and the runner, suggesting what it\n"
+	  "detected (Enter accepts each default); it warns about sensors that overlap,\n"
+	  "shows the flow as a tree and asks before writing. Otherwise, or with --yes, it\n"
+	  "takes the defaults and these options:\n"
+	  "  --template NAME      single (1 level, the default), nested (2), three-level (3),\n"
+	  "                       tdd (fast inner tests, slow outer review), reactree-tdd\n"
+	  "                       (a loop-until with a conditional, no sensors), demo (one\n"
+	  "                       loop judged by ailoop itself: builtin:all-pass)\n"
+	  "  --sensor NAME=COMMAND  a test command, instead of the detected ones\n"
+	  "                       (repeatable)\n"
+	  "  --levels N           1, 2 or 3: picks single, nested or three-level\n"
+	  "  --runner NAME        claude (default), codex, gemini, aider or opencode\n"
+	  "  --max-iterations N   every loop's limit (1-1000)\n"
+	  "  -y, --yes            ask nothing\n"
+	  "  --force              overwrite files you changed\n\n"
+	  "Each file is reported as Created, Updated or Unchanged. Setup records what it\n"
+	  "wrote in .ai-loop/.setup-manifest (commit it) and never overwrites a file\n"
+	  "changed since then (or not written by setup) unless --force: it says which it\n"
+	  "kept. Setup works outside a git repository too (it only writes files), but\n"
+	  "'ailoop run' needs one.\n\n"
+	  "exit status: 0 written; 1 cancelled at the question; 64 usage error (unknown\n"
+	  "template or runner, bad --sensor, --levels not 1-3 or not the template's, no\n"
+	  "test command found or given); 70 internal error (also: a flow that does not\n"
+	  "validate).\n" },
+	{ "validate", cmd_validate, "[--flow PATH]",
+	  "check a flow and its agent files, reporting every error",
+	  "Reads .ai-loop/flow.yaml (or PATH) and every agent file it names. Each problem\n"
+	  "is printed as FILE:LINE:COL: error: MESSAGE with the source line; the exit\n"
+	  "status is then 65. A valid flow prints a one-line summary and exits 0.\n" },
+	{ "graph", cmd_graph, "[--flow PATH] [--format mermaid|dot]",
+	  "print the flow tree as a Mermaid flowchart or a Graphviz graph",
+	  "Every node with its id, type and limits, each loop's sensors, controller and\n"
+	  "actuator, and the edges to children. Mermaid is the default; render DOT with\n"
+	  "`ailoop graph --format dot | dot -Tsvg > flow.svg`.\n" },
+	{ "run", cmd_run,
+	  "[--flow PATH] [--new] [--no-branch] [--allow-dirty] [--dry-run] [--json] [--quiet]\n"
+	  "                  (TASK | --task-file PATH | -)",
+	  "run the flow on a task until its target is met",
+	  "Creates the branch ai-loop/<slug> (unless --no-branch), then runs the flow's root\n"
+	  "node with TASK as its setpoint: sensors measure, the controller decides, the\n"
+	  "actuator acts, and every iteration is committed. The task may also come from\n"
+	  "--task-file PATH or standard input (-). The work tree must be clean unless\n"
+	  "--allow-dirty. --dry-run prints the plan and runs nothing; --json prints the\n"
+	  "outcome as JSON on stdout; --quiet prints no progress. When an interrupted run\n"
+	  "can be resumed, asks on a terminal and otherwise refuses: use 'ailoop resume'\n"
+	  "or --new. One live ailoop per work tree: while another runs or resumes here,\n"
+	  "exits 75 naming it, having written nothing.\n" },
+	{ "resume", cmd_resume, "[RUN-ID] [--force] [--json]",
+	  "continue an interrupted run exactly where it stopped",
+	  "Takes the newest run that is running, paused or blocked and that no live ailoop\n"
+	  "holds (or RUN-ID), checks out its branch and continues at the step it was in.\n"
+	  "A run that an agent's error ended (fail-fast) is retried when named: the step\n"
+	  "that failed runs again as its node's next iteration. A run a circuit breaker\n"
+	  "blocked has that breaker reset, and its loop acts again.\n"
+	  "A flow.yaml changed since the run started is refused unless --force.\n" },
+	{ "status", cmd_status, "[RUN-ID] [--json]",
+	  "show a run's state and every node's iteration and status",
+	  "Reads run-state.md and each node's orchestrator-output.md of the newest run\n"
+	  "(or RUN-ID); each loop's circuit breaker is shown after its status. A run\n"
+	  "whose branch is not checked out is read from that branch's last commit.\n" },
+	{ "log", cmd_log, "[RUN-ID | --branch NAME] [--node PATH] [--json] [--oneline]",
+	  "show the run tree rebuilt from the git history alone",
+	  "Walks the commits of the current branch (or the run's branch, or NAME) back to\n"
+	  "the run's first commit and prints each iteration indented by level: label,\n"
+	  "node, summary and sensors. --node keeps one node and its children.\n" },
+	{ "report", cmd_report, "[RUN-ID] [-o FILE] [--format html|md]",
+	  "write one self-contained page of a run: its tree, iterations and charts",
+	  "Builds the page of the newest run (or RUN-ID) from its commits, run-state.md,\n"
+	  "the nodes' states and events.jsonl, and prints where it wrote it (by default\n"
+	  ".ai-loop/runs/RUN-ID/report.html, or report.md). The HTML page needs nothing\n"
+	  "else: styles and SVG charts inline, no script, no link. --format md writes the\n"
+	  "same content as Markdown tables, without charts, for a pull request.\n"
+	  "-o, --output FILE writes it to FILE instead.\n" },
+	{ "memory", cmd_memory, "get KEY | set KEY VALUE [--json] | list [--json]",
+	  "read and write the working memory of the run (for agents)",
+	  "Agents share facts through the run's working memory (memory.jsonl in the run's\n"
+	  "directory, found through AILOOP_RUN_DIR, which ailoop sets for every agent).\n"
+	  "  get KEY          print the newest value of KEY; exit 1, printing nothing, if\n"
+	  "                   it has none\n"
+	  "  set KEY VALUE    store VALUE as a string, or with --json as the JSON value\n"
+	  "                   it is (checked); the last write of a key wins\n"
+	  "  list             print every key and its value, key<TAB>value, in key order;\n"
+	  "                   --json prints one JSON object\n"
+	  "A key is 1 to 256 bytes of UTF-8 without control characters. A VALUE that\n"
+	  "begins with '-' follows '--' (ailoop memory set n --json -- -1). Values that\n"
+	  "are not strings print as JSON. Any number of agents may write at once; each\n"
+	  "entry names its writer, AILOOP_AGENT (set for agents) or 'ailoop memory'.\n\n"
+	  "exit status: 0 done; 1 get: the key has no value; 64 usage error (also a bad\n"
+	  "key or bad JSON, and outside a run: AILOOP_RUN_DIR not set); 66 the run\n"
+	  "directory does not exist; 70 the memory file cannot be read or written.\n" },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+static void print_main_help(FILE *out)
+{
+	fputs("usage: ailoop <command> [options]\n\n"
+	      "Runs AI coding agents (or any command) in nested feedback loops described by\n"
+	      ".ai-loop/flow.yaml; every iteration is a git commit.\n\ncommands:\n", out);
+	for (const struct al_command *c = al_commands; c->name; c++)
+		fprintf(out, "  %-10s %s\n", c->name, c->summary);
+	fputs("  help       show help for a command\n\n"
+	      "options:\n"
+	      "  -h, --help     show this help\n"
+	      "      --version  print the version and those of the libraries\n\n"
+	      "exit status:\n"
+	      "   0  target met / flow succeeded\n"
+	      "   1  flow finished without success (max iterations, failed fallbacks, ...),\n"
+	      "      or an agent moved HEAD off the run's branch (the run is paused),\n"
+	      "      or removed the run's untracked files, as git clean -x does (paused),\n"
+	      "      or your change conflicts with a parallel child's worktree (paused)\n"
+	      "   2  a node's timeout expired\n"
+	      "   3  interrupted (SIGINT/SIGTERM); the run is paused and resumable\n"
+	      "   4  blocked by the circuit breaker or a spent budget (limits:); resumable\n"
+	      "  64  usage error\n"
+	      "  65  invalid flow or agent file\n"
+	      "  66  a needed file is missing, or a file is in the way of one\n"
+	      "  69  an agent runner's program is not installed\n"
+	      "  70  internal error, or a full disk (an agent's too); the run is paused\n"
+	      "  75  the run is locked by another live ailoop process\n\n"
+	      "Run 'ailoop help <command>' for a command's options.\n", out);
+}
+
+const struct al_command *al_command_find(const char *name)
+{
+	for (const struct al_command *c = al_commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+/* The libraries' versions as loaded at run time, not as compiled against. */
+static void print_version(void)
+{
+	int major = 0, minor = 0, rev = 0;
+	char pcre[64] = "";
+
+	git_libgit2_version(&major, &minor, &rev);
+	if (pcre2_config(PCRE2_CONFIG_VERSION, NULL) > (int)sizeof(pcre) ||
+	    pcre2_config(PCRE2_CONFIG_VERSION, pcre) < 0)
+		snprintf(pcre, sizeof(pcre), "unknown");
+	printf("ailoop %s\n"
+	       "libgit2 %d.%d.%d\n"
+	       "libyaml %s\n"
+	       "PCRE2 %s\n"
+	       "jansson %s\n",
+	       AILOOP_VERSION, major, minor, rev, yaml_get_version_string(), pcre,
+	       jansson_version_str());
+}
+
+static int unknown_command(const char *name)
+{
+	fprintf(stderr, "ailoop: error: unknown command '%s'\n", name);
+	fputs("usage: ailoop <command> [options]   (see 'ailoop --help')\n", stderr);
+	return AL_EXIT_USAGE;
+}
+
+/*
+ * Standard descriptors the caller closed get /dev/null, as git does: else
+ * the first files ailoop opens take their numbers, and its messages are
+ * written into them (with stderr closed, into the work tree's lock).
+ */
+static void std_fds_open(void)
+{
+	int fd;
+
+	while ((fd = open("/dev/null", O_RDWR)) >= 0 && fd <= 2)
+		;
+	if (fd > 2)
+		close(fd);
+}
+
+/*
+ * What a command printed reached its reader: on a full disk, or a file
+ * that cannot be written, the command failed (a reader that closed the
+ * pipe, as `head` does, wanted no more).
+ */
+static int output_written(int code)
+{
+	int e = fflush(stdout) ? errno : ferror(stdout) ? EIO : 0;
+
+	if (!e || e == EPIPE || code)
+		return code;
+	return al_cli_fail(AL_EXIT_SOFTWARE, "cannot write the output: %s", strerror(e));
+}
+
+int main(int argc, char **argv)
+{
+	const struct al_command *cmd;
+	int code;
+
+	std_fds_open();
+	if (argc < 2) {
+		print_main_help(stderr);
+		return AL_EXIT_USAGE;
+	}
+	if ((!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	     !strcmp(argv[1], "--version")) && argc > 2) {
+		fprintf(stderr, "ailoop: error: unexpected operand '%s' after %s\n", argv[2], argv[1]);
+		fputs("usage: ailoop <command> [options]   (see 'ailoop --help')\n", stderr);
+		return AL_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		print_main_help(stdout);
+		return AL_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		print_version();
+		return AL_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "help")) {
+		if (argc == 2) {
+			print_main_help(stdout);
+			return AL_EXIT_OK;
+		}
+		if (argc > 3) {
+			fprintf(stderr, "ailoop: error: unexpected operand '%s'\n", argv[3]);
+			fputs("usage: ailoop help [COMMAND]\n", stderr);
+			return AL_EXIT_USAGE;
+		}
+		/* `ailoop help --help`, `ailoop help help`: help's own help is the list */
+		if (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h") ||
+		    !strcmp(argv[2], "help")) {
+			print_main_help(stdout);
+			return AL_EXIT_OK;
+		}
+		cmd = al_command_find(argv[2]);
+		if (!cmd)
+			return unknown_command(argv[2]);
+		al_cli_help(stdout, cmd);
+		return AL_EXIT_OK;
+	}
+	if (argv[1][0] == '-') {
+		fprintf(stderr, "ailoop: error: unknown option '%s'\n", argv[1]);
+		fputs("usage: ailoop <command> [options]   (see 'ailoop --help')\n", stderr);
+		return AL_EXIT_USAGE;
+	}
+	cmd = al_command_find(argv[1]);
+	if (!cmd)
+		return unknown_command(argv[1]);
+	code = cmd->fn(argc - 1, argv + 1);
+	/* what the command wrote last (a run's final state) survives a power loss */
+	if (al_durable_point() < 0)
+		code = al_cli_fail(code ? code : AL_EXIT_SOFTWARE, "%s", al_errmsg());
+	return output_written(code);
+}

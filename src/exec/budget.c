@@ -1,0 +1,475 @@
+#include "ailoop/exec/budget.h"
+#include "ailoop/model/check.h"
+#include "ailoop/base/fsutil.h"
+#include "ailoop/base/signals.h"
+#include "ailoop/store/state.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/base/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HOUR 3600
+/* The last second of the year 9999: a later "time" in the record is no time. */
+#define TIME_MAX 253402300799LL
+
+/* The test clock's file, or NULL: the real clock. */
+static const char *test_clock(void)
+{
+#ifdef AILOOP_TEST_HOOKS
+	const char *v = getenv("AILOOP_TEST_CLOCK");
+
+	return v && *v ? v : NULL;
+#else
+	return NULL;
+#endif
+}
+
+int64_t al_budget_now(void)
+{
+	const char *file = test_clock();
+
+	if (file) {
+		FILE *f = fopen(file, "r");
+		long long t = 0;
+
+		if (f) {
+			if (fscanf(f, "%lld", &t) != 1)
+				t = 0;
+			fclose(f);
+		}
+		return t;
+	}
+	return (int64_t)time(NULL);
+}
+
+/*
+ * A run's record of agent calls as one process has read it: how far, how
+ * many calls, and the start times of those of the last hour, oldest first
+ * (times[first..n)). Each read takes in only the lines appended since, by
+ * this process or a parallel sibling, so that an agent call costs the same
+ * at a run's millionth call as at its first.
+ */
+struct calls_seen {
+	dev_t dev;
+	ino_t ino;
+	off_t end; /* the complete lines read end here */
+	long lines; /* complete lines read */
+	long calls;
+	int64_t *times;
+	size_t first, n, alloc;
+};
+
+static void seen_release(struct calls_seen *s)
+{
+	free(s->times);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Adds a start time to the hour's, in order (siblings' lines may interleave). */
+static void seen_add(struct calls_seen *s, int64_t t)
+{
+	size_t i;
+
+	if (s->first > s->alloc / 2) { /* the dropped half is reused */
+		memmove(s->times, s->times + s->first, (s->n - s->first) * sizeof(*s->times));
+		s->n -= s->first;
+		s->first = 0;
+	}
+	AL_GROW(s->times, s->n, s->alloc);
+	for (i = s->n; i > s->first && s->times[i - 1] > t; i--)
+		s->times[i] = s->times[i - 1];
+	s->times[i] = t;
+	s->n++;
+}
+
+/*
+ * The time a line of the record gives, at `line` (`len` bytes without its
+ * newline): false unless it is digits alone, of a time up to the year 9999.
+ * An agent can write to the record: what it writes there must not make a
+ * wait overflow.
+ */
+static bool parse_time(const char *line, size_t len, int64_t *out)
+{
+	int64_t t = 0;
+
+	if (!len)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (line[i] < '0' || line[i] > '9' || t > (TIME_MAX - (line[i] - '0')) / 10)
+			return false;
+		t = t * 10 + (line[i] - '0');
+	}
+	*out = t;
+	return true;
+}
+
+/* Names a line of the record that is no time, once: each line is read once. */
+static void bad_line(struct al_progress *p, const char *path, long n, const char *line,
+		     size_t len)
+{
+	char shown[48];
+	size_t k;
+
+	if (!p)
+		return;
+	/* what an agent wrote, shown without what a terminal would obey */
+	for (k = 0; k < len && k < sizeof(shown) - 1; k++)
+		shown[k] = line[k] >= ' ' && line[k] < 0x7f ? line[k] : '?';
+	shown[k] = '\0';
+	al_progress_end(p);
+	fprintf(stderr, "ailoop: warning: ignoring line %ld of '%s': '%s%s' is not a time\n", n,
+		path, shown, k < len ? "..." : "");
+}
+
+/*
+ * Brings `s` up to date with the record `fd` (locked) as of `now`. A last
+ * line without its newline (a write cut short by a kill) is no call, and
+ * is cut off with `fix`. A record that is another file, or shorter than
+ * what was read (made anew), is read from its start. A line that is no
+ * time is no call, named on `p` if not NULL.
+ */
+static int seen_update(struct calls_seen *s, int fd, const char *path, int64_t now, bool fix,
+		       struct al_progress *p)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	char buf[4096];
+	struct stat st;
+	size_t end;
+	ssize_t got;
+	off_t off;
+	int rc = 0;
+
+	if (fstat(fd, &st) < 0)
+		return al_err(AL_ERROR, "cannot read '%s': %s", path, strerror(errno));
+	if (st.st_dev != s->dev || st.st_ino != s->ino || st.st_size < s->end) {
+		seen_release(s);
+		s->dev = st.st_dev;
+		s->ino = st.st_ino;
+	}
+	/*
+	 * A call "in the future" was recorded before the clock moved back:
+	 * it counts as made now, no later, or the wait for the window's room
+	 * would last as long as the clock went back (sorted: the latest last).
+	 */
+	for (size_t i = s->n; i > s->first && s->times[i - 1] > now; i--)
+		s->times[i - 1] = now;
+	for (off = s->end; (got = pread(fd, buf, sizeof(buf), off)) > 0; off += got)
+		al_strbuf_add(&sb, buf, (size_t)got);
+	if (got < 0) {
+		rc = al_err(AL_ERROR, "cannot read '%s': %s", path, strerror(errno));
+		goto done;
+	}
+	for (end = sb.len; end > 0 && sb.buf[end - 1] != '\n'; end--)
+		;
+	if (fix && end < sb.len && ftruncate(fd, s->end + (off_t)end) < 0) {
+		rc = al_err(AL_ERROR, "cannot write '%s': %s", path, strerror(errno));
+		goto done;
+	}
+	for (size_t i = 0; i < end;) {
+		char *nl = memchr(sb.buf + i, '\n', end - i);
+		size_t len = (size_t)(nl - sb.buf) - i;
+		int64_t t;
+
+		s->lines++;
+		if (!parse_time(sb.buf + i, len, &t)) {
+			bad_line(p, path, s->lines, sb.buf + i, len);
+		} else {
+			s->calls++;
+			if (t > now - HOUR)
+				seen_add(s, t < now ? t : now);
+		}
+		i += len + 1;
+	}
+	s->end += (off_t)end;
+	while (s->first < s->n && s->times[s->first] <= now - HOUR)
+		s->first++;
+done:
+	al_strbuf_release(&sb);
+	return rc;
+}
+
+/* The clock moved back `back` seconds while this process waited: its times move with it. */
+static void seen_shift(struct calls_seen *s, int64_t back)
+{
+	for (size_t i = s->first; i < s->n; i++)
+		s->times[i] -= back;
+}
+
+/* The calls of the last hour in `s`. */
+static size_t seen_in_hour(const struct calls_seen *s)
+{
+	return s->n - s->first;
+}
+
+/* When the hourly window of `per_hour` calls, full, has room again. */
+static int64_t seen_room_at(const struct calls_seen *s, int per_hour)
+{
+	return s->times[s->n - (size_t)per_hour] + HOUR;
+}
+
+int al_budget_read(const char *run_dir, int per_hour, struct al_budget_use *use)
+{
+	char *path = al_xprintf("%s/" AL_BUDGET_FILE, run_dir);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), rc = 0;
+	struct calls_seen s = { 0 };
+
+	memset(use, 0, sizeof(*use));
+	if (fd >= 0) {
+		rc = seen_update(&s, fd, path, al_budget_now(), false, NULL);
+		close(fd);
+	} else if (errno != ENOENT) {
+		rc = al_err(AL_ERROR, "cannot open '%s': %s", path, strerror(errno));
+	}
+	use->calls = s.calls;
+	use->calls_last_hour = (long)seen_in_hour(&s);
+	if (per_hour && seen_in_hour(&s) >= (size_t)per_hour)
+		use->wait_until = seen_room_at(&s, per_hour);
+	seen_release(&s);
+	free(path);
+	return rc;
+}
+
+/* The time ailoop has spent on the run: the root node's clock. */
+static int64_t active_ms(const struct al_exec *ex)
+{
+	const struct al_node_run *root = ex->nframes ? ex->frames[0].nr : NULL;
+
+	return root ? root->base_elapsed + (al_now_ms() - root->entry_ms) : 0;
+}
+
+/*
+ * The root's clock, written into its state on disk after a wait: a wait
+ * counts as time spent (limits.max_wall_seconds), but a run blocked or
+ * paused while waiting saves no node's state on the way out, and `status`
+ * and the resume read the clock from there. Only the clock changes: the
+ * state in memory may be between two of its writes.
+ */
+static void keep_clock(const struct al_exec *ex)
+{
+	const struct al_node_run *root = ex->nframes ? ex->frames[0].nr : NULL;
+	struct al_node_state st;
+
+	/* a parallel child's process leaves the root's state to the run's */
+	if (!root || ex->base_frame || al_node_state_read(&st, root->state_path) < 0)
+		return;
+	if (!strcmp(st.run_id, ex->run->st.run_id) && !strcmp(st.node_path, root->n->path) &&
+	    active_ms(ex) > st.elapsed_ms) {
+		st.elapsed_ms = active_ms(ex);
+		al_node_state_write(&st, root->state_path, root->task);
+	}
+	al_node_state_release(&st);
+}
+
+static void format_span(char *buf, size_t size, int64_t s)
+{
+	if (s >= HOUR)
+		snprintf(buf, size, "%lld:%02lld:%02lld", (long long)(s / HOUR),
+			 (long long)(s % HOUR / 60), (long long)(s % 60));
+	else
+		snprintf(buf, size, "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
+}
+
+/*
+ * Waits until al_budget_now() reaches `until`, a countdown on a terminal
+ * (`what` says what for). AL_EINTR at an interrupt; AL_ETIMEOUT once the
+ * node's deadline `deadline_ms` (al_now_ms(); 0: none) comes first. It
+ * stops early, returning 0, once the run's time budget is spent, which
+ * the caller then finds. A clock that moves back does not make the wait
+ * longer: `until` moves back with it, and `*back` (if not NULL) adds how
+ * far it went.
+ */
+static int wait_until(struct al_exec *ex, int64_t until, const char *what, int64_t deadline_ms,
+		      int64_t *back)
+{
+	struct al_progress *p = ex->progress;
+	int max_wall = ex->flow->max_wall_seconds, rc = 0;
+	int64_t now, left = until - al_budget_now();
+
+	while ((now = al_budget_now()) < until) {
+		struct pollfd pfd = { al_signals_fd(), POLLIN, 0 };
+		int step = test_clock() ? 50 : 1000;
+		int64_t to_deadline = deadline_ms ? deadline_ms - al_now_ms() : INT64_MAX;
+
+		if (until - now > left) {
+			if (back)
+				*back += until - now - left;
+			until = now + left;
+		}
+		left = until - now;
+		if (al_signals_count()) {
+			rc = AL_EINTR;
+			break;
+		}
+		if (to_deadline <= 0) {
+			rc = AL_ETIMEOUT;
+			break;
+		}
+		if (max_wall && active_ms(ex) / 1000 >= max_wall)
+			break;
+		if (to_deadline < step)
+			step = (int)to_deadline + 1;
+		if (p && p->tty && !p->quiet) {
+			char span[32];
+
+			format_span(span, sizeof(span), until - now);
+			fprintf(stderr, "\r\033[K%s: %s", what, span);
+			fflush(stderr);
+			p->live = true;
+		}
+		if (poll(&pfd, pfd.fd >= 0 ? 1 : 0, step) < 0 && errno != EINTR)
+			break;
+	}
+	if (p && p->tty && p->live) {
+		fputs("\r\033[K", stderr);
+		p->live = false;
+	}
+	keep_clock(ex);
+	return rc ? rc : al_signals_count() ? AL_EINTR : 0;
+}
+
+static int blocked(struct al_exec *ex, const char *limit, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int blocked(struct al_exec *ex, const char *limit, const char *what, const char *fmt, ...)
+{
+	struct al_strbuf msg = AL_STRBUF_INIT;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	al_strbuf_vaddf(&msg, fmt, ap);
+	va_end(ap);
+	al_run_event(ex->run, "budget_exhausted", "{s:s, s:s, s:s}", "limit", limit, "call", what,
+		     "message", msg.buf);
+	rc = al_err(AL_EBLOCKED, "%s, before %s: raise 'limits.%s' in %s and continue with "
+		    "'ailoop resume %s'", msg.buf, what, limit, ex->flow->file,
+		    ex->run->st.run_id);
+	al_strbuf_release(&msg);
+	return rc;
+}
+
+/* The record this process reads before each call (a forked sibling starts with its parent's). */
+static struct calls_seen seen;
+
+int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms)
+{
+	const struct al_flow *f = ex->flow;
+	char *path = al_xprintf("%s/" AL_BUDGET_FILE, ex->run->dir);
+	int fd = al_open_run_file(path, O_RDWR | O_APPEND, "the record of agent calls"), rc = 0;
+	bool announced = false;
+
+	if (fd < 0) {
+		free(path);
+		return fd;
+	}
+	for (;;) {
+		int64_t now = al_budget_now(), spent, back = 0;
+		size_t n;
+		char line[32];
+		int len;
+
+		if (flock(fd, LOCK_EX) < 0) {
+			rc = al_err(AL_ERROR, "cannot lock '%s': %s", path, strerror(errno));
+			break;
+		}
+		if ((rc = seen_update(&seen, fd, path, now, true, ex->progress)) < 0)
+			break;
+		n = seen_in_hour(&seen);
+		spent = active_ms(ex) / 1000;
+		if (f->max_agent_calls && seen.calls >= f->max_agent_calls) {
+			rc = blocked(ex, "max_agent_calls", what, "agent-call budget spent: %ld agent "
+				     "call%s made, limits.max_agent_calls is %d", seen.calls,
+				     seen.calls == 1 ? "" : "s", f->max_agent_calls);
+		} else if (f->max_wall_seconds && spent >= f->max_wall_seconds) {
+			rc = blocked(ex, "max_wall_seconds", what, "time budget spent: the run has "
+				     "run %lld s, limits.max_wall_seconds is %d", (long long)spent,
+				     f->max_wall_seconds);
+		} else if (f->max_agent_calls_per_hour && n >= (size_t)f->max_agent_calls_per_hour) {
+			int64_t until = seen_room_at(&seen, f->max_agent_calls_per_hour);
+			char left[32], *head;
+
+			flock(fd, LOCK_UN); /* others may read, and wait too */
+			format_span(left, sizeof(left), until - now);
+			head = al_xprintf("ailoop: %zu agent calls in the last hour "
+					  "(limits.max_agent_calls_per_hour: %d): waiting to start %s",
+					  n, f->max_agent_calls_per_hour, what);
+			if (!announced) {
+				al_run_event(ex->run, "rate_limit_wait", "{s:s, s:i, s:i, s:i}", "call",
+					     what, "calls_last_hour", (int)n, "limit",
+					     f->max_agent_calls_per_hour, "seconds", (int)(until - now));
+				if (!ex->progress || !ex->progress->tty)
+					al_progress_note(ex->progress, "%s for %s", head, left);
+				announced = true;
+			}
+			rc = wait_until(ex, until, head, deadline_ms, &back);
+			free(head);
+			seen_shift(&seen, back);
+			if (rc == AL_ETIMEOUT)
+				rc = al_err(AL_ETIMEOUT, "the node's deadline came while %s waited for "
+					    "the hourly limit (limits.max_agent_calls_per_hour)", what);
+			if (rc < 0)
+				break;
+			continue;
+		}
+		if (rc < 0)
+			break;
+		len = snprintf(line, sizeof(line), "%lld\n", (long long)now);
+		if (write(fd, line, (size_t)len) != len)
+			rc = al_err(AL_ERROR, "cannot write '%s': %s", path, strerror(errno));
+		break;
+	}
+	close(fd); /* and the lock with it */
+	free(path);
+	return rc;
+}
+
+bool al_rate_limited(const struct al_flow *flow, const struct al_proc_result *r)
+{
+	pcre2_match_data *md;
+	pcre2_match_context *mc;
+	bool hit;
+
+	if (!flow->rate_limit_re || !r->exit_code || r->timed_out || r->interrupted)
+		return false;
+	md = pcre2_match_data_create_from_pattern(flow->rate_limit_re, NULL);
+	mc = pcre2_match_context_create(NULL);
+	pcre2_set_match_limit(mc, AL_REGEX_MATCH_LIMIT);
+	pcre2_set_depth_limit(mc, AL_REGEX_DEPTH_LIMIT);
+	/* the log holds stdout and stderr */
+	hit = pcre2_match(flow->rate_limit_re, (PCRE2_SPTR)(r->log.buf ? r->log.buf : ""),
+			  r->log.len, 0, 0, md, mc) > 0;
+	pcre2_match_context_free(mc);
+	pcre2_match_data_free(md);
+	return hit;
+}
+
+int al_rate_limit_wait(struct al_exec *ex, const char *what, int attempt, int64_t deadline_ms)
+{
+	int64_t s = ex->flow->rate_limit_backoff_seconds;
+	char head[256];
+
+	for (int i = 0; i < attempt && s < AL_RATE_LIMIT_BACKOFF_MAX; i++)
+		s *= 2;
+	if (s > AL_RATE_LIMIT_BACKOFF_MAX)
+		s = AL_RATE_LIMIT_BACKOFF_MAX;
+	al_run_event(ex->run, "rate_limited", "{s:s, s:i, s:i}", "call", what, "attempt",
+		     attempt + 1, "backoff_seconds", (int)s);
+	snprintf(head, sizeof(head), "ailoop: %s hit a rate limit: retrying", what);
+	al_progress_note(ex->progress, "ailoop: %s hit a rate limit (attempt %d): retrying in "
+			 "%lld s", what, attempt + 1, (long long)s);
+	if (wait_until(ex, al_budget_now() + s, head, deadline_ms, NULL) == AL_ETIMEOUT)
+		return al_err(AL_ETIMEOUT, "%s hit a rate limit, and the node's deadline came "
+			      "before it could try again", what);
+	return al_signals_count() ? AL_EINTR : 0;
+}

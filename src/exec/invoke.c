@@ -1,0 +1,864 @@
+#include "ailoop/exec/invoke.h"
+#include "ailoop/exec/budget.h"
+#include "ailoop/exec/feedback.h"
+#include "ailoop/base/fsutil.h"
+#include "ailoop/git/git.h"
+#include "ailoop/model/md.h"
+#include "ailoop/model/output.h"
+#include "ailoop/store/run.h"
+#include "ailoop/model/runner.h"
+#include "ailoop/base/sha256.h"
+#include "ailoop/proc/slurm.h"
+#include "ailoop/base/util.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *const al_role_names[4] = { "sensor", "controller", "actuator", "action" };
+
+static char *absolute(const struct al_exec *ex, const char *rel)
+{
+	if (rel && rel[0] == '/') /* a parallel child's in its worktree */
+		return al_strdup(rel);
+	return rel ? al_xprintf("%s/%s", ex->root, rel) : al_strdup("");
+}
+
+void al_sensors_section(struct al_strbuf *out, const struct al_node *node, const char *dir)
+{
+	for (size_t i = 0; i < node->nsensors; i++) {
+		const struct al_sensor *s = &node->sensors[i];
+		const struct al_agent *a = s->ref.agent;
+
+		al_strbuf_addf(out, "- %s: %s/sensor-%s-output.md", s->name, dir, s->name);
+		if (a && a->target)
+			al_strbuf_addf(out, " (target: %s)", a->target);
+		al_strbuf_addch(out, '\n');
+	}
+	if (!node->nsensors)
+		al_strbuf_adds(out, "(this loop has no sensors)\n");
+}
+
+/* What fills an agent file's placeholders beyond the call's own fields. */
+struct fill {
+	const char *task_file;
+	const char *memory;
+	const char *feedback;
+	struct al_strbuf root_section; /* the run's task, below the root; else "" */
+	char start[AL_OID_HEX];   /* the commit the run started from */
+};
+
+/* The value of placeholder `name`, or NULL to leave "{name}" as written. */
+static const char *placeholder(const struct al_call_ctx *c, const struct al_exec *ex,
+			       const char *name, size_t len, const struct fill *f)
+{
+	struct {
+		const char *name;
+		const char *value;
+	} table[] = {
+		{ "artifacts-path", c->dir },
+		{ "input-path", c->input ? c->input : "" },
+		{ "output-path", c->output },
+		{ "node-path", c->node->path },
+		{ "child-node-id", c->node->child ? c->node->child->id : "" },
+		{ "sensors-section", c->sensors_section ? c->sensors_section : "" },
+		{ "task", c->task ? c->task : "" },
+		{ "task-file", f->task_file },
+		{ "iteration", c->label },
+		{ "run-id", ex->run->st.run_id },
+		{ "memory-section", f->memory },
+		{ "feedback-section", f->feedback },
+		{ "root-task", ex->run->st.task ? ex->run->st.task : "" },
+		{ "root-task-section", f->root_section.buf },
+		{ "base-branch", ex->run->st.base_branch ? ex->run->st.base_branch : "HEAD" },
+		{ "start-commit", f->start },
+	};
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(table); i++)
+		if (strlen(table[i].name) == len && !memcmp(table[i].name, name, len))
+			return table[i].value;
+	return NULL;
+}
+
+/*
+ * Whether the agent can run `ailoop memory`: a script, or an agent whose
+ * role may run commands (as al_runner_argv gives a shell) and whose tools
+ * allow that one.
+ */
+static bool has_shell(const struct al_call_ctx *c)
+{
+	const struct al_agent *a = c->agent;
+
+	return al_agent_is_command(a) || (c->role != AL_ROLE_CONTROLLER &&
+					  al_tools_allow_command(a->tools, "ailoop"));
+}
+
+/*
+ * Working memory as a node's agents see it: sensors.<name>.* of the
+ * sensors of the node and its ancestors, loop.<id>.* and nodes.<id>.* of
+ * those nodes, and every key that names no node (what agents shared); not
+ * other loops' readings, stale where this node works.
+ */
+static bool own_key(const char *key, void *data)
+{
+	const struct al_node *node = data;
+	const char *name, *dot;
+	size_t len;
+	bool sensor = al_starts_with(key, "sensors.");
+
+	if (sensor)
+		name = key + 8;
+	else if (al_starts_with(key, "loop.") || al_starts_with(key, "nodes."))
+		name = strchr(key, '.') + 1;
+	else
+		return true;
+	dot = strchr(name, '.');
+	len = dot ? (size_t)(dot - name) : strlen(name);
+	for (const struct al_node *n = node; n; n = n->parent) {
+		if (!sensor && strlen(n->id) == len && !memcmp(n->id, name, len))
+			return true;
+		for (size_t i = 0; sensor && i < n->nsensors; i++)
+			if (strlen(n->sensors[i].name) == len && !memcmp(n->sensors[i].name, name, len))
+				return true;
+	}
+	return false;
+}
+
+static int first_oid(const char *oid, const char *message, int64_t time, void *data)
+{
+	(void)message;
+	(void)time;
+	memcpy(data, oid, AL_OID_HEX);
+	return 1;
+}
+
+/* The commit the run started from: its first commit's parent, or HEAD before it. */
+static void start_commit(const struct al_exec *ex, char out[AL_OID_HEX])
+{
+	char *parent = ex->run->st.start_commit ? al_xprintf("%s^", ex->run->st.start_commit)
+						: al_strdup("HEAD");
+
+	*out = '\0';
+	if (al_git_walk(ex->git, parent, NULL, first_oid, out) < 0)
+		*out = '\0';
+	free(parent);
+	if (!*out)
+		snprintf(out, AL_OID_HEX, "%s", ex->run->st.base_branch ? ex->run->st.base_branch
+									 : "HEAD");
+}
+
+static bool names(const char *p, size_t len, const char *placeholder)
+{
+	return memmem(p, len, placeholder, strlen(placeholder)) != NULL;
+}
+
+/*
+ * The end of the paragraph at `p` (its blank line included), and whether it
+ * may stand: a paragraph naming {input-path} is left out of the prompt of
+ * a call that has no input, so that no sentence points at nothing.
+ */
+static const char *paragraph(const char *p, const char *end, const struct al_call_ctx *c,
+			     bool *keep)
+{
+	const char *q = p;
+
+	while (q < end) {
+		const char *nl = memchr(q, '\n', (size_t)(end - q)), *next = nl ? nl + 1 : end;
+		bool blank = true;
+
+		for (const char *r = q; r < (nl ? nl : end); r++)
+			blank &= *r == ' ' || *r == '\t' || *r == '\r';
+		q = next;
+		if (blank)
+			break;
+	}
+	*keep = c->input || !names(p, (size_t)(q - p), "{input-path}");
+	return q;
+}
+
+static void fill_paragraph(struct al_strbuf *out, const struct al_call_ctx *c,
+			   const struct al_exec *ex, const char *p, const char *end,
+			   const struct fill *f)
+{
+	while (p < end) {
+		const char *open = memchr(p, '{', (size_t)(end - p)), *close, *val = NULL;
+
+		if (!open) {
+			al_strbuf_add(out, p, (size_t)(end - p));
+			break;
+		}
+		al_strbuf_add(out, p, (size_t)(open - p));
+		close = memchr(open, '}', (size_t)(end - open));
+		if (close)
+			val = placeholder(c, ex, open + 1, (size_t)(close - open - 1), f);
+		if (val) {
+			al_strbuf_adds(out, val);
+			p = close + 1;
+		} else {
+			al_strbuf_addch(out, '{');
+			p = open + 1;
+		}
+	}
+}
+
+static void render_prompt(struct al_call *call, const struct al_exec *ex, const char *task_file)
+{
+	const struct al_call_ctx *c = call->ctx;
+	const char *p = c->agent->body, *end = p + c->agent->body_len;
+	struct al_strbuf *out = &call->prompt, memory = AL_STRBUF_INIT, feedback = AL_STRBUF_INIT;
+	struct fill f = { .task_file = task_file, .root_section = AL_STRBUF_INIT };
+	char *abs;
+
+	if (ex->memory && names(p, c->agent->body_len, "{memory-section}")) {
+		struct al_memory_view view = { own_key, (void *)c->node, has_shell(c) };
+
+		al_memory_section(ex->memory, &view, &memory);
+		al_strbuf_rtrim(&memory);
+	}
+	if (names(p, c->agent->body_len, "{feedback-section}")) {
+		al_feedback_section(ex->run, c->node->path, &feedback);
+		al_strbuf_rtrim(&feedback);
+	}
+	if (names(p, c->agent->body_len, "{start-commit}"))
+		start_commit(ex, f.start);
+	/* a node below the root works on part of the user's task: shown beside its own */
+	if (ex->run->st.task && c->node->parent && (!c->task || strcmp(c->task, ex->run->st.task)))
+		al_strbuf_addf(&f.root_section, "## The run's task\n\nThe task the user gave the "
+			       "whole run, of which yours is a part:\n\n%s", ex->run->st.task);
+	f.memory = memory.buf;
+	f.feedback = feedback.buf;
+	while (p < end) {
+		bool keep;
+		const char *next = paragraph(p, end, c, &keep);
+
+		if (keep)
+			fill_paragraph(out, c, ex, p, next, &f);
+		p = next;
+	}
+	al_strbuf_release(&memory);
+	al_strbuf_release(&feedback);
+	al_strbuf_release(&f.root_section);
+	al_strbuf_rtrim(out);
+	/*
+	 * The facts an agent needs even when its file names no placeholder,
+	 * with absolute paths: an agent may change directory.
+	 */
+	abs = absolute(ex, task_file);
+	al_strbuf_addf(out, "\n\n---\nailoop: you are the %s%s%s of node '%s', iteration %s of run %s.\n"
+		       "Task file: %s\n",
+		       al_role_names[c->role], c->name ? " " : "", c->name ? c->name : "",
+		       c->node->path, c->label, ex->run->st.run_id, abs);
+	free(abs);
+	if (c->input) {
+		abs = absolute(ex, c->input);
+		al_strbuf_addf(out, "Input: %s\n", abs);
+		free(abs);
+	}
+	abs = absolute(ex, c->output);
+	al_strbuf_addf(out, "Write your output to: %s\n", abs);
+	free(abs);
+	if (c->notice)
+		al_strbuf_addf(out, "\n%s\n", c->notice);
+}
+
+static void add_env(char ***env, size_t *n, const char *key, const char *value)
+{
+	*env = al_realloc(*env, (*n + 2) * sizeof(**env));
+	(*env)[(*n)++] = al_xprintf("%s=%s", key, value ? value : "");
+	(*env)[*n] = NULL;
+}
+
+/*
+ * Linux refuses to start a program given one argument longer than 32 pages
+ * (MAX_ARG_STRLEN): a prompt passed as one (`prompt: arg`) must fit.
+ */
+static int check_args(const struct al_call *call, const char *runner)
+{
+	size_t max = 32 * (size_t)sysconf(_SC_PAGESIZE);
+
+	for (size_t i = 0; call->argv[i]; i++)
+		if (strlen(call->argv[i]) >= max)
+			return al_err(AL_EAGENT, "%s '%s': its prompt (%zu bytes) is too long for a "
+				      "command-line argument of runner '%s' (less than %zu bytes): "
+				      "give the runner 'prompt: stdin' or 'prompt: file'",
+				      al_role_names[call->ctx->role], call->ctx->agent->path,
+				      call->prompt.len, runner, max);
+	return 0;
+}
+
+bool al_call_is_agent(const struct al_call_ctx *c)
+{
+	return !(c->role == AL_ROLE_SENSOR && c->keep_output);
+}
+
+/* "actuator 'x.md' of node 'a/b' (iteration 2)", for messages. */
+static char *call_name(const struct al_call_ctx *c)
+{
+	return al_xprintf("%s%s%s '%s' of node '%s' (iteration %s)", al_role_names[c->role],
+			  c->name ? " " : "", c->name ? c->name : "", c->agent->path,
+			  c->node->path, c->label);
+}
+
+/*
+ * A wait before a call (the hourly limit, a rate limit's back-off) that
+ * the node's deadline ended (AL_ETIMEOUT) is an agent stopped at that
+ * deadline: AL_EAGENT, the call timed out. Any other `rc` is passed on.
+ */
+static int stopped_waiting(struct al_call *call, int rc)
+{
+	if (rc != AL_ETIMEOUT)
+		return rc;
+	call->res.timed_out = true;
+	return al_err(AL_EAGENT, "%s", al_errmsg());
+}
+
+int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_call_ctx *c)
+{
+	const struct al_agent *a = c->agent;
+	char *task_file, *abs_dir, *abs_in, *abs_out, *abs_task, *abs_prompt, *logs;
+	const char *suffix = c->name ? c->name : "";
+	size_t nenv = 0;
+	int64_t now = al_now_ms(), deadline;
+	int rc;
+
+	memset(call, 0, sizeof(*call));
+	call->ctx = c;
+	call->run = ex->run;
+	al_strbuf_init(&call->prompt);
+	logs = al_xprintf("%s/logs", c->dir);
+	call->log_path = al_xprintf("%s/%s%s%s.log", logs, al_role_names[c->role],
+				    *suffix ? "-" : "", suffix);
+	call->prompt_path = al_xprintf("%s/%s%s%s.prompt.md", logs, al_role_names[c->role],
+				       *suffix ? "-" : "", suffix);
+	task_file = al_xprintf("%s/task.md", c->dir);
+	if ((rc = al_mkdirs(logs)) < 0)
+		goto done;
+	render_prompt(call, ex, task_file);
+	if ((rc = al_write_in_place(call->prompt_path, call->prompt.buf, call->prompt.len)) < 0)
+		goto done;
+	/*
+	 * No earlier output may pass for this call's: removed, not emptied, so
+	 * that any CLI's write tool creates it (Claude Code's Write refuses to
+	 * overwrite a file the agent has not read); nor may a directory an agent
+	 * left at the output path
+	 */
+	if (!c->keep_output && (rc = al_remove_tree(c->output)) < 0)
+		goto done;
+	if (c->keep_output && al_dir_exists(c->output)) {
+		al_as_is_note(c->output); /* an agent's directory there: committed as gone */
+		if ((rc = al_remove_tree(c->output)) < 0)
+			goto done;
+	}
+
+	if (a->command_sh) {
+		const char *argv[] = { "sh", "-c", a->command_sh, NULL };
+
+		call->argv = al_calloc(4, sizeof(*call->argv));
+		for (int i = 0; i < 3; i++)
+			call->argv[i] = al_strdup(argv[i]);
+	} else if (a->command_argv) {
+		size_t n = 0;
+
+		while (a->command_argv[n])
+			n++;
+		call->argv = al_calloc(n + 1, sizeof(*call->argv));
+		for (size_t i = 0; i < n; i++)
+			call->argv[i] = al_strdup(a->command_argv[i]);
+	} else {
+		const struct al_runner *r = al_runners_find(
+			&ex->flow->runners, a->runner ? a->runner : ex->flow->default_runner);
+		struct al_runner_vars vars = {
+			.model = c->model ? c->model : al_agent_model(a, r->name, NULL),
+			.tools = a->tools,
+			.disallowed_tools = a->disallowed_tools,
+			.commands = c->role != AL_ROLE_CONTROLLER,
+			.prompt = call->prompt.buf,
+			.prompt_file = call->prompt_path,
+		};
+
+		call->argv = al_runner_argv(r, &vars);
+		if (r->prompt == AL_PROMPT_STDIN) {
+			call->spec.input = call->prompt.buf;
+			call->spec.input_len = call->prompt.len;
+		}
+		if ((rc = check_args(call, r->name)) < 0)
+			goto done;
+	}
+
+	abs_dir = absolute(ex, c->dir);
+	abs_in = c->input ? absolute(ex, c->input) : al_strdup("");
+	abs_out = absolute(ex, c->output);
+	abs_task = absolute(ex, task_file);
+	abs_prompt = absolute(ex, call->prompt_path);
+	add_env(&call->env, &nenv, "AILOOP_RUN_ID", ex->run->st.run_id);
+	add_env(&call->env, &nenv, "AILOOP_RUN_DIR", ex->run->abs_dir);
+	add_env(&call->env, &nenv, "AILOOP_NODE_PATH", c->node->path);
+	add_env(&call->env, &nenv, "AILOOP_NODE_ID", c->node->id);
+	add_env(&call->env, &nenv, "AILOOP_ITERATION", c->label);
+	add_env(&call->env, &nenv, "AILOOP_ROLE", al_role_names[c->role]);
+	add_env(&call->env, &nenv, "AILOOP_AGENT", a->name ? a->name : a->path);
+	add_env(&call->env, &nenv, "AILOOP_ARTIFACTS", abs_dir);
+	add_env(&call->env, &nenv, "AILOOP_INPUT", abs_in);
+	add_env(&call->env, &nenv, "AILOOP_OUTPUT", abs_out);
+	add_env(&call->env, &nenv, "AILOOP_TASK_FILE", abs_task);
+	add_env(&call->env, &nenv, "AILOOP_PROMPT_FILE", abs_prompt);
+	if (c->name)
+		add_env(&call->env, &nenv, "AILOOP_SENSOR", c->name);
+	free(abs_dir);
+	free(abs_in);
+	free(abs_out);
+	free(abs_task);
+	free(abs_prompt);
+
+	call->timeout_s = a->timeout ? a->timeout : ex->flow->agent_timeout_seconds;
+	deadline = now + (int64_t)call->timeout_s * 1000;
+	if (c->deadline_ms && c->deadline_ms < deadline)
+		deadline = c->deadline_ms;
+	if (c->node->slurm.on) {
+		/*
+		 * A job step on the cluster, named after the node, in this
+		 * directory (shared with the nodes: al_exec_check_flow), with a
+		 * time limit of the deadline's minutes: ailoop's own comes first.
+		 * Neither counts the time the step waits in the queue.
+		 */
+		char cwd[PATH_MAX], hash[65], *what, *dir;
+		int64_t left_s = (deadline - now + 999) / 1000;
+
+		what = al_xprintf("%s %s%s%s", c->node->path, al_role_names[c->role],
+				  c->name ? " " : "", c->name ? c->name : "");
+		al_sha256_hex(what, strlen(what), hash);
+		hash[16] = '\0';
+		dir = al_xprintf("%s/" AL_RUN_SLURM_DIR, ex->run->abs_dir);
+		call->slurm_job_file = al_xprintf("%s/%s", dir, hash);
+		rc = al_mkdirs(dir);
+		free(dir);
+		add_env(&call->env, &nenv, "AILOOP_SLURM_JOB_FILE", call->slurm_job_file);
+		add_env(&call->env, &nenv, "AILOOP_SLURM_WHAT", what);
+		free(what);
+		if (rc < 0)
+			goto done;
+		unlink(call->slurm_job_file); /* a killed run's: the step's clock starts with its own */
+		call->argv = al_slurm_argv(&c->node->slurm, call->argv, c->node->path,
+					   left_s > INT_MAX ? INT_MAX : (int)left_s,
+					   c->cwd ? c->cwd
+						  : getcwd(cwd, sizeof(cwd)) ? cwd : ex->root);
+	}
+	call->spec.name = call->log_path;
+	call->spec.argv = (const char *const *)call->argv;
+	call->spec.env = (const char *const *)call->env;
+	call->spec.cwd = c->cwd;
+	call->spec.deadline_ms = deadline;
+	if (call->slurm_job_file) { /* its time counts once the step starts, not in the queue */
+		call->spec.started = call->slurm_job_file;
+		call->spec.timeout_ms = (int64_t)call->timeout_s * 1000;
+		call->spec.deadline_ms = c->deadline_ms;
+	}
+	call->spec.tick = al_progress_tick;
+	call->spec.tick_data = ex->progress;
+	call->spec.record = ex->agents_file;
+	call->progress = ex->progress;
+	call->memory = ex->memory;
+	call->res = (struct al_proc_result)AL_PROC_RESULT_INIT;
+	if (al_call_is_agent(c)) {
+		char *what = call_name(c);
+
+		rc = stopped_waiting(call, al_budget_acquire(ex, what, c->deadline_ms));
+		free(what);
+	}
+done:
+	free(task_file);
+	free(logs);
+	return rc;
+}
+
+/* A YAML value as JSON: plain scalars that read as numbers, booleans or null as those. */
+static json_t *yaml_to_json(const struct al_val *v)
+{
+	json_t *j;
+
+	if (v->kind == AL_VAL_SEQ) {
+		j = json_array();
+		for (size_t i = 0; i < v->n; i++)
+			json_array_append_new(j, yaml_to_json(v->items[i]));
+		return j;
+	}
+	if (v->kind == AL_VAL_MAP) {
+		j = json_object();
+		for (size_t i = 0; i < v->n; i++)
+			json_object_set_new(j, AL_VAL_KEY(v, i)->str, yaml_to_json(AL_VAL_VALUE(v, i)));
+		return j;
+	}
+	if (v->style == AL_STYLE_PLAIN) {
+		if (al_val_is_null(v))
+			return json_null();
+		/*
+		 * JSON's booleans and numbers only: `yes` stays the text an agent
+		 * wrote, as a condition's `value: yes` is that text too.
+		 */
+		j = json_loads(v->str, JSON_DECODE_ANY, NULL);
+		if (json_is_number(j) || json_is_boolean(j))
+			return j;
+		json_decref(j);
+	}
+	j = json_stringn(v->str, v->len);
+	return j ? j : json_null();
+}
+
+/*
+ * The `memory:` map of an agent's output front matter, into working memory.
+ * An entry that cannot be kept (a bad key) is skipped with a note: the
+ * agent did its work, and its other entries still count.
+ */
+static int remember_output(struct al_call *call)
+{
+	const struct al_call_ctx *c = call->ctx;
+	const char *who = c->agent->name ? c->agent->name : c->agent->path; /* = AILOOP_AGENT */
+	struct al_md md = AL_MD_INIT;
+	const struct al_val *map;
+	int rc = 0;
+
+	if (!call->memory || al_md_read(&md, c->output) < 0 || !(map = al_md_get(&md, "memory")))
+		goto done;
+	if (map->kind != AL_VAL_MAP) {
+		al_progress_note(call->progress, "ailoop: [%s] %s: %s '%s': 'memory' in '%s' is %s, "
+				 "not a mapping: ignored", c->label, c->node->path,
+				 al_role_names[c->role], c->agent->path, c->output,
+				 al_val_describe(map));
+		goto done;
+	}
+	for (size_t i = 0; i < map->n && rc == 0; i++) {
+		json_t *value = yaml_to_json(AL_VAL_VALUE(map, i));
+
+		rc = al_memory_set_json(call->memory, AL_VAL_KEY(map, i)->str, value, who,
+					"observation");
+		if (rc == AL_EINVALID) {
+			al_progress_note(call->progress, "ailoop: [%s] %s: %s '%s': memory entry of "
+					 "'%s' skipped: %s", c->label, c->node->path,
+					 al_role_names[c->role], c->agent->path, c->output,
+					 al_errmsg());
+			rc = 0;
+		}
+		json_decref(value);
+	}
+done:
+	al_md_release(&md);
+	return rc;
+}
+
+/*
+ * What an agent that failed says when its disk or quota was full: the
+ * C library's words for ENOSPC and EDQUOT (in an English locale), which
+ * the tools an agent runs print. Such a failure is the machine's, not the
+ * agent's: the run pauses, and once there is room the step runs again.
+ */
+static const char *disk_full(const struct al_proc_result *r)
+{
+	return al_says_disk_full(r->log.buf, r->log.len);
+}
+
+/*
+ * Whether the output file stands as the call's output: the agent wrote it
+ * (al_call_prepare removed it), and it is not empty unless so is what the
+ * agent printed.
+ */
+static bool output_stands(const char *path, size_t printed)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_size > 0 || !printed);
+}
+
+/* The key an agent of this role must give in its output's front matter, or NULL. */
+static const char *needed_key(const struct al_call_ctx *c)
+{
+	if (c->role == AL_ROLE_CONTROLLER)
+		return "target-met";
+	if (c->role == AL_ROLE_SENSOR && !c->keep_output)
+		return "status";
+	return NULL;
+}
+
+/*
+ * The output read as a model writes it and kept in the form ailoop reads
+ * (output.h); AL_EFORMAT, the reason in call->format_why, if its role
+ * cannot read it.
+ */
+static int settle_output(struct al_call *call)
+{
+	const struct al_call_ctx *c = call->ctx;
+	const char *key = needed_key(c);
+	struct al_strbuf why = AL_STRBUF_INIT;
+	int rc;
+
+	if (!key)
+		return 0;
+	rc = al_output_settle(c->output, key, &why);
+	if (rc == AL_EINVALID) {
+		free(call->format_why);
+		call->format_why = al_strbuf_detach(&why, NULL);
+		rc = al_err(AL_EFORMAT, "%s%s%s output '%s' unreadable: %s (agent: %s, log: %s)",
+			    al_role_names[c->role], c->name ? " " : "", c->name ? c->name : "",
+			    c->output, call->format_why, c->agent->path, call->log_path);
+	}
+	al_strbuf_release(&why);
+	return rc;
+}
+
+int al_call_finish(struct al_call *call)
+{
+	const struct al_call_ctx *c = call->ctx;
+	struct al_proc_result *r = &call->res;
+	struct al_strbuf log = AL_STRBUF_INIT;
+	const char *who = al_role_names[c->role], *full;
+	char why[256] = "";
+	bool slurm_failed = false;
+	long job = 0;
+	int rc = 0;
+
+	if (call->slurm_job_file) {
+		/* a step that outlives its call (pause, timeout, Slurm's failure) is cancelled */
+		job = al_slurm_job_read(call->slurm_job_file);
+		slurm_failed = al_slurm_failed(r, why, sizeof(why));
+		if (r->interrupted || r->timed_out || slurm_failed || r->exit_code)
+			al_slurm_cancel(job);
+		unlink(call->slurm_job_file);
+		if (call->run && job)
+			al_run_event(call->run, "slurm_step", "{s:s, s:s, s:s, s:s?, s:I, s:s}",
+				     "node", c->node->path, "label", c->label, "role", who, "name",
+				     c->name, "job", (json_int_t)job, "end",
+				     r->interrupted ? "cancelled" : r->timed_out ? "timed out" :
+				     slurm_failed ? "failed by slurm" : "exited");
+	}
+	/* what the agent left at its output is its output: committed as it is */
+	if (!c->keep_output)
+		al_as_is_note(c->output);
+	/* before anything is written there: into removed directories, or lost */
+	if (call->run && al_run_files_gone(call->run))
+		return al_err(AL_EMOVED, "%s '%s' removed the run's files that git does not track "
+			      "(in %s: its lock, event log, working memory and agents' logs), as "
+			      "'git clean -x' does; ailoop stopped there, and the run's commits are "
+			      "safe. Resume the run to go on without what they held (should its "
+			      "committed files have gone too: git checkout HEAD -- %s, then resume)",
+			      who, c->agent->path, call->run->dir, call->run->dir);
+	if (r->log_truncated)
+		al_strbuf_adds(&log, "[ailoop: earlier output dropped, the last 1 MiB follows]\n");
+	al_strbuf_add(&log, r->log.buf, r->log.len);
+	rc = al_write_in_place(call->log_path, log.buf, log.len);
+	al_strbuf_release(&log);
+	if (rc < 0)
+		return rc;
+	if (call->run && !r->interrupted)
+		al_run_event(call->run, "agent", "{s:s, s:s, s:s, s:s?, s:I, s:i, s:b, s:b}", "node",
+			     c->node->path, "label", c->label, "role", who, "name", c->name, "ms",
+			     (json_int_t)r->duration_ms, "exit", r->exit_code, "timed_out",
+			     r->timed_out, "agent_call", al_call_is_agent(c));
+	if (r->strays)
+		al_progress_note(call->progress, "ailoop: [%s] %s: stopped %d process%s that %s '%s' "
+				 "left running after it exited (log: %s)", c->label, c->node->path,
+				 r->strays, r->strays == 1 ? "" : "es", who, c->agent->path,
+				 call->log_path);
+	if (r->interrupted)
+		return AL_EINTR;
+	if (al_dir_exists(c->output))
+		return al_err(AL_EAGENT, "%s '%s' left a directory at its output path '%s' "
+			      "(log: %s)", who, c->agent->path, c->output, call->log_path);
+	/* an agent that wrote no output (or an empty one) answered on stdout */
+	if (!c->keep_output && !output_stands(c->output, r->out.len) &&
+	    (rc = al_write_in_place(c->output, r->out.buf, r->out.len)) < 0)
+		return rc;
+	if (slurm_failed)
+		return al_err(AL_EAGENT, "%s '%s': Slurm ended its step again after one retry "
+			      "(job %ld: %s) (log: %s)", who, c->agent->path, job, why,
+			      call->log_path);
+	if (r->timed_out && !c->keep_output)
+		return al_err(AL_EAGENT, "%s '%s' did not finish in time and was stopped (log: %s)",
+			      who, c->agent->path, call->log_path);
+	if (c->keep_output)
+		return 0; /* a command sensor: its exit status is its measurement */
+	if (r->exit_code == 127 && !r->duration_ms && !r->out.len)
+		return al_err(AL_EAGENT, "%s '%s': cannot run '%s' (log: %s)", who,
+			      c->agent->path, call->argv[0], call->log_path);
+	if (r->exit_code && (full = disk_full(r)))
+		return al_err(AL_ERROR, "%s '%s' failed with exit status %d, and its output says "
+			      "\"%s\" (log: %s): once there is room, resume the run, and the step "
+			      "runs again", who, c->agent->path, r->exit_code, full, call->log_path);
+	if (r->exit_code)
+		return al_err(AL_EAGENT, "%s '%s' failed with exit status %d (log: %s)", who,
+			      c->agent->path, r->exit_code, call->log_path);
+	if ((rc = settle_output(call)) < 0)
+		return rc;
+	return remember_output(call);
+}
+
+void al_call_release(struct al_call *call)
+{
+	al_argv_free(call->argv);
+	al_argv_free(call->env);
+	al_strbuf_release(&call->prompt);
+	al_proc_result_release(&call->res);
+	free(call->log_path);
+	free(call->prompt_path);
+	free(call->slurm_job_file);
+	free(call->format_why);
+	memset(call, 0, sizeof(*call));
+}
+
+int al_call_retry(struct al_exec *ex, struct al_call *call, int attempt)
+{
+	const struct al_call_ctx *ctx = call->ctx;
+	int rc;
+
+	do {
+		char *what = call_name(ctx);
+
+		al_call_finish(call); /* its log, for the record; its failure is not the node's */
+		rc = stopped_waiting(call, al_rate_limit_wait(ex, what, attempt++, ctx->deadline_ms));
+		free(what);
+		if (rc == AL_EAGENT)
+			return rc;
+		al_call_release(call);
+		if (rc < 0)
+			return rc;
+		if ((rc = al_call_prepare(call, ex, ctx)) < 0)
+			return rc;
+		rc = al_proc_run(&call->spec, &call->res);
+		if (rc < 0 && rc != AL_EINTR)
+			return rc;
+	} while (rc == 0 && al_rate_limited(ex->flow, &call->res));
+	return al_call_finish(call);
+}
+
+int al_call_slurm_retry(struct al_exec *ex, struct al_call *call)
+{
+	const struct al_call_ctx *ctx = call->ctx;
+	char why[256];
+	int rc;
+
+	if (!call->slurm_job_file || !al_slurm_failed(&call->res, why, sizeof(why)))
+		return 0;
+	al_progress_note(call->progress, "ailoop: [%s] %s: Slurm ended the step of %s '%s' (%s): "
+			 "running it once more", ctx->label, ctx->node->path,
+			 al_role_names[ctx->role], ctx->agent->path, why);
+	al_call_finish(call); /* its log and its job cancelled; its failure is not the node's */
+	al_call_release(call);
+	if ((rc = al_call_prepare(call, ex, ctx)) < 0)
+		return rc;
+	return al_proc_run(&call->spec, &call->res);
+}
+
+/* A prepared call run, run again as Slurm's failure or a rate limit asks, and finished. */
+static int run_prepared(struct al_exec *ex, struct al_call *call)
+{
+	int rc = al_proc_run(&call->spec, &call->res);
+
+	if (rc == 0)
+		rc = al_call_slurm_retry(ex, call);
+	if (rc < 0 && rc != AL_EINTR)
+		return rc;
+	if (rc == 0 && al_call_is_agent(call->ctx) && al_rate_limited(ex->flow, &call->res))
+		return al_call_retry(ex, call, 0);
+	return al_call_finish(call);
+}
+
+/* What an agent asked again is told: what was wrong, and the first lines ailoop reads. */
+static void add_reminder(struct al_strbuf *out, const struct al_call_ctx *c, const char *why)
+{
+	if (c->notice)
+		al_strbuf_addf(out, "%s\n\n", c->notice);
+	al_strbuf_addf(out, "ailoop could not read the output you wrote: %s. Write your output "
+		       "file again; it must begin with exactly these lines, with no text, code "
+		       "fence or indentation before them:\n\n", why);
+	if (c->role == AL_ROLE_CONTROLLER)
+		al_strbuf_adds(out, "---\ntarget-met: false\n---\n\n(target-met: true when the "
+			       "target is met, false otherwise; your assessment and action plan "
+			       "follow the second '---')");
+	else
+		al_strbuf_adds(out, "---\nstatus: fail\n---\n\n(status: pass, fail or partial; "
+			       "your report follows the second '---')");
+}
+
+static int format_retries(const struct al_exec *ex, const struct al_agent *a)
+{
+	return a->format_retries >= 0 ? a->format_retries : ex->flow->format_retries;
+}
+
+int al_call_reformat(struct al_exec *ex, struct al_call *call, int rc)
+{
+	const struct al_call_ctx *c = call->ctx;
+	struct al_call_ctx again = *c;
+	int retries = format_retries(ex, c->agent);
+
+	for (int attempt = 1; rc == AL_EFORMAT && attempt <= retries; attempt++) {
+		struct al_strbuf notice = AL_STRBUF_INIT;
+
+		al_progress_note(call->progress, "ailoop: [%s] %s: %s: asking it again (%d of %d)",
+				 c->label, c->node->path, al_errmsg(), attempt, retries);
+		al_run_event(ex->run, "format_retry", "{s:s, s:s, s:s, s:s?, s:s, s:i}", "node",
+			     c->node->path, "label", c->label, "role", al_role_names[c->role],
+			     "name", c->name, "why", call->format_why, "attempt", attempt);
+		add_reminder(&notice, c, call->format_why);
+		again.notice = notice.buf;
+		al_call_release(call);
+		rc = al_call_prepare(call, ex, &again);
+		if (rc == 0)
+			rc = run_prepared(ex, call);
+		call->ctx = c; /* `again` ends here; the caller's outlives the call */
+		al_strbuf_release(&notice);
+	}
+	if (rc == AL_EFORMAT) /* asked as often as it may be: the agent failed */
+		rc = al_err(AL_EAGENT, "%s%s", al_errmsg(),
+			    retries ? " (asked again, it wrote no better)" : "");
+	return rc;
+}
+
+int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_call *call)
+{
+	int rc;
+
+	if ((rc = al_call_prepare(call, ex, ctx)) < 0)
+		return rc;
+	return al_call_reformat(ex, call, run_prepared(ex, call));
+}
+
+char *al_output_summary(const char *path, const char *fallback)
+{
+	struct al_md md = AL_MD_INIT;
+	const char *s = NULL, *p, *end;
+	char *out = NULL;
+
+	if (al_md_read(&md, path) == 0) {
+		s = al_md_str(&md, "summary");
+		for (p = md.body, end = md.body + md.body_len; !s && p < end;) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			const char *eol = nl ? nl : end, *q = p;
+
+			while (q < eol && isspace((unsigned char)*q))
+				q++;
+			if (q < eol && *q != '#' && strncmp(q, "---", 3) && strncmp(q, "```", 3)) {
+				out = al_strndup(q, (size_t)(eol - q));
+				break;
+			}
+			p = nl ? nl + 1 : end;
+		}
+	}
+	if (!out)
+		out = al_strdup(s ? s : fallback);
+	al_utf8_cut(out, 100); /* a commit subject, not the whole story */
+	al_md_release(&md);
+	if (!al_utf8_valid(out, strlen(out))) { /* it goes into YAML, JSON and git */
+		struct al_strbuf utf8 = AL_STRBUF_INIT;
+
+		al_utf8_repair(&utf8, out, strlen(out));
+		free(out);
+		out = al_strbuf_detach(&utf8, NULL);
+	}
+	/* and onto the terminal: an escape sequence, a carriage return is no summary's */
+	for (char *c = out; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
+	return out;
+}

@@ -1,0 +1,237 @@
+#include "ailoop/store/run_view.h"
+#include "ailoop/base/fsutil.h"
+#include "ailoop/store/run.h"
+#include "ailoop/base/strbuf.h"
+#include "ailoop/base/util.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *al_run_on_branches(struct al_git *git, const char *wanted, bool resumable,
+			 char **branch)
+{
+	char **branches, *found = NULL, *current = NULL;
+	size_t nb;
+
+	*branch = NULL;
+	if (al_git_branches(git, "ai-loop/", &branches, &nb) < 0)
+		return NULL;
+	al_git_head(git, &current, NULL);
+	for (size_t b = 0; b < nb; b++) {
+		char *rev = al_xprintf("refs/heads/%s", branches[b]), **ids = NULL;
+		size_t n = 0;
+
+		/* the checked-out branch's runs are here: a file missing is damage */
+		if ((!current || strcmp(current, branches[b])) &&
+		    al_git_ls(git, rev, AL_RUNS_DIR, &ids, &n) < 0)
+			n = 0;
+		for (size_t i = 0; i < n; i++) {
+			struct al_strbuf text = AL_STRBUF_INIT;
+			struct al_run_state st;
+			char *path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, ids[i]);
+
+			if (al_starts_with(ids[i], "run_") && !al_file_exists(path) &&
+			    (!wanted || !strcmp(wanted, ids[i])) &&
+			    al_git_read(git, rev, path, &text) == 0 &&
+			    al_run_state_parse(&st, path, text.buf, text.len) == 0) {
+				if ((!resumable || al_status_resumable(st.status)) && st.branch &&
+				    !strcmp(st.branch, branches[b]) &&
+				    (!found || al_run_id_cmp(ids[i], found) > 0)) {
+					free(found);
+					free(*branch);
+					found = al_strdup(ids[i]);
+					*branch = al_strdup(branches[b]);
+				}
+				al_run_state_release(&st);
+			}
+			al_strbuf_release(&text);
+			free(path);
+		}
+		al_strv_free(ids, n);
+		free(rev);
+	}
+	al_strv_free(branches, nb);
+	free(current);
+	return found;
+}
+
+void al_run_branch_ids(struct al_git *git, char ***ids, size_t *n)
+{
+	char **branches;
+	size_t nb, alloc = 0;
+
+	*ids = NULL;
+	*n = 0;
+	if (al_git_branches(git, "ai-loop/", &branches, &nb) < 0)
+		return;
+	for (size_t b = 0; b < nb; b++) {
+		char *rev = al_xprintf("refs/heads/%s", branches[b]), **names = NULL;
+		size_t k = 0;
+
+		if (al_git_ls(git, rev, AL_RUNS_DIR, &names, &k) < 0)
+			k = 0;
+		for (size_t i = 0; i < k; i++) {
+			AL_GROW(*ids, *n, alloc);
+			(*ids)[(*n)++] = names[i];
+		}
+		free(names);
+		free(rev);
+	}
+	al_strv_free(branches, nb);
+}
+
+static void add_error(struct al_run_nodes *out)
+{
+	AL_GROW(out->errors, out->nerrors, out->errors_alloc);
+	out->errors[out->nerrors++] = al_strdup(al_errmsg());
+}
+
+/* Every orchestrator-output.md under nodes/, parents before children. */
+static void collect(struct al_run_nodes *out, const char *dir)
+{
+	struct al_strbuf path = AL_STRBUF_INIT;
+	struct al_node_state st;
+	struct dirent **entries;
+	int n, rc;
+
+	al_strbuf_addf(&path, "%s/orchestrator-output.md", dir);
+	rc = al_node_state_read(&st, path.buf);
+	if (rc == 0) {
+		AL_GROW(out->v, out->n, out->alloc);
+		out->v[out->n++] = st;
+	} else if (rc != AL_ENOTFOUND) {
+		add_error(out);
+	}
+	n = scandir(dir, &entries, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		struct al_strbuf sub = AL_STRBUF_INIT;
+
+		al_strbuf_addf(&sub, "%s/%s", dir, entries[i]->d_name);
+		if (entries[i]->d_name[0] != '.' && strcmp(entries[i]->d_name, "logs") &&
+		    entries[i]->d_type == DT_DIR)
+			collect(out, sub.buf);
+		al_strbuf_release(&sub);
+		free(entries[i]);
+	}
+	if (n >= 0)
+		free(entries);
+	al_strbuf_release(&path);
+}
+
+/* The same from the tree of `rev`: a run whose branch is not checked out. */
+static void collect_git(struct al_run_nodes *out, struct al_git *git, const char *rev,
+			const char *dir)
+{
+	struct al_strbuf path = AL_STRBUF_INIT, text = AL_STRBUF_INIT;
+	struct al_node_state st;
+	char **names;
+	size_t n;
+
+	al_strbuf_addf(&path, "%s/orchestrator-output.md", dir);
+	if (al_git_read(git, rev, path.buf, &text) == 0) {
+		if (al_node_state_parse(&st, path.buf, text.buf, text.len) == 0) {
+			AL_GROW(out->v, out->n, out->alloc);
+			out->v[out->n++] = st;
+		} else {
+			add_error(out);
+		}
+	}
+	if (al_git_ls(git, rev, dir, &names, &n) < 0)
+		n = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *sub = al_xprintf("%s/%s", dir, names[i]);
+
+		if (names[i][0] != '.' && strcmp(names[i], "logs"))
+			collect_git(out, git, rev, sub);
+		free(sub);
+	}
+	al_strv_free(names, n);
+	al_strbuf_release(&path);
+	al_strbuf_release(&text);
+}
+
+static int load_from_branch(struct al_run_view *v, struct al_git *git, const char *id)
+{
+	char *rev = al_xprintf("refs/heads/%s", v->from);
+	char *path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, id);
+	struct al_strbuf text = AL_STRBUF_INIT;
+	int rc;
+
+	v->dir = al_xprintf("%s/%s", AL_RUNS_DIR, id);
+	rc = al_git_read(git, rev, path, &text);
+	if (rc == 0)
+		rc = al_run_state_parse(&v->st, path, text.buf, text.len);
+	if (rc == 0) {
+		char *nodes = al_xprintf("%s/nodes", v->dir);
+
+		collect_git(&v->nodes, git, rev, nodes);
+		free(nodes);
+	}
+	al_strbuf_release(&text);
+	free(path);
+	free(rev);
+	return rc;
+}
+
+static int load_here(struct al_run_view *v, const char *id)
+{
+	struct al_run *run;
+	char *nodes;
+	int rc = al_run_open(&run, id);
+
+	if (rc < 0)
+		return rc;
+	v->st = run->st; /* taken over */
+	memset(&run->st, 0, sizeof(run->st));
+	v->dir = al_strdup(run->dir);
+	v->holder = al_run_lock_holder(run->dir);
+	nodes = al_xprintf("%s/nodes", run->dir);
+	collect(&v->nodes, nodes);
+	free(nodes);
+	al_run_free(run);
+	return 0;
+}
+
+int al_run_view_load(struct al_run_view *v, struct al_git *git, const char *id)
+{
+	char **ids = NULL, *found = NULL;
+	size_t n = 0;
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	if (al_runs_list(&ids, &n) < 0)
+		n = 0;
+	/* runs whose branch is not checked out are on their branches only */
+	if (git)
+		found = al_run_on_branches(git, id, false, &v->from);
+	if (found && (id || !n || al_run_id_cmp(found, ids[0]) > 0)) {
+		rc = load_from_branch(v, git, found);
+	} else {
+		free(v->from);
+		v->from = NULL;
+		if (!id && !n)
+			rc = al_err(AL_ENOTFOUND, "no runs in %s: start one with 'ailoop run \"TASK\"'",
+				    AL_RUNS_DIR);
+		else
+			rc = load_here(v, id ? id : ids[0]);
+	}
+	al_runs_list_free(ids, n);
+	free(found);
+	return rc;
+}
+
+void al_run_view_release(struct al_run_view *v)
+{
+	for (size_t i = 0; i < v->nodes.n; i++)
+		al_node_state_release(&v->nodes.v[i]);
+	for (size_t i = 0; i < v->nodes.nerrors; i++)
+		free(v->nodes.errors[i]);
+	free(v->nodes.v);
+	free(v->nodes.errors);
+	al_run_state_release(&v->st);
+	free(v->dir);
+	free(v->from);
+	free(v->holder);
+	memset(v, 0, sizeof(*v));
+}
