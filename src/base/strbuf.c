@@ -1,9 +1,10 @@
 #include "ailoop/base/strbuf.h"
-#include "ailoop/base/util.h"
+#include "ailoop/base/alloc.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -18,7 +18,7 @@ int cmd_graph(int argc, char **argv)
 	const char *flow_arg = NULL;
 	int c, code = 0;
 
-	while ((c = al_cli_getopt(argc, argv, "f:", longs, "graph", &code)) != -1) {
+	while ((c = al_cli_getopt(argc, argv, "f:", longs, &code)) != -1) {
 		if (c == '?')
 			return code;
 		if (c == 'f') {
@@ -33,7 +33,7 @@ int cmd_graph(int argc, char **argv)
 						   "unknown format '%s' (use mermaid or dot)", optarg);
 		}
 	}
-	if ((code = al_cli_operands(argc, argv, 0, 0, "graph")))
+	if ((code = al_cli_operands(argc, argv, 0, 0)))
 		return code;
 	code = al_cli_load_flow(flow_arg, &diags, &flow);
 	if (!code) {

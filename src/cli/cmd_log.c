@@ -226,7 +226,7 @@ int cmd_log(int argc, char **argv)
 	size_t n = 0;
 	int c, rc, code = 0;
 
-	while ((c = al_cli_getopt(argc, argv, "", longs, "log", &code)) != -1) {
+	while ((c = al_cli_getopt(argc, argv, "", longs, &code)) != -1) {
 		switch (c) {
 		case '?': return code;
 		case 'b': branch = optarg; break;
@@ -244,7 +244,7 @@ int cmd_log(int argc, char **argv)
 		al_cli_usage(stderr, al_command_find("log"));
 		return AL_EXIT_USAGE;
 	}
-	if ((code = al_cli_operands(argc, argv, 0, 1, "log")) ||
+	if ((code = al_cli_operands(argc, argv, 0, 1)) ||
 	    (code = al_cli_enter_repo()))
 		return code;
 	if ((rc = al_git_open(&git)) < 0) {

@@ -76,7 +76,7 @@ int cmd_memory(int argc, char **argv)
 	size_t k;
 	int c, code = 0, rc;
 
-	while ((c = al_cli_getopt(argc, argv, "", longs, "memory", &code)) != -1) {
+	while ((c = al_cli_getopt(argc, argv, "", longs, &code)) != -1) {
 		if (c == '?')
 			return code;
 		if (c == 'j')
@@ -97,7 +97,7 @@ int cmd_memory(int argc, char **argv)
 	if (json && !subs[k].json)
 		return al_cli_fail(AL_EXIT_USAGE, "option '--json' does not apply to 'memory %s'",
 				   sub);
-	if ((code = al_cli_operands(argc, argv, subs[k].operands, subs[k].operands, "memory")))
+	if ((code = al_cli_operands(argc, argv, subs[k].operands, subs[k].operands)))
 		return code;
 	if (!run_dir || !*run_dir)
 		return al_cli_fail(AL_EXIT_USAGE, "ailoop memory works inside a run: "

@@ -79,7 +79,7 @@ int cmd_report(int argc, char **argv)
 	char *path = NULL;
 	int c, rc, code = 0;
 
-	while ((c = al_cli_getopt(argc, argv, "o:", longs, "report", &code)) != -1) {
+	while ((c = al_cli_getopt(argc, argv, "o:", longs, &code)) != -1) {
 		switch (c) {
 		case '?': return code;
 		case 'o': output = optarg; break;
@@ -88,7 +88,7 @@ int cmd_report(int argc, char **argv)
 	}
 	if (strcmp(format, "html") && strcmp(format, "md"))
 		return al_cli_fail(AL_EXIT_USAGE, "unknown format '%s' (html or md)", format);
-	if ((code = al_cli_operands(argc, argv, 0, 1, "report")))
+	if ((code = al_cli_operands(argc, argv, 0, 1)))
 		return code;
 	/* "-": the page on the standard output, for a pipe */
 	if (output && strcmp(output, "-")) { /* relative to where the user is, before the root */

@@ -579,7 +579,7 @@ int cmd_resume(int argc, char **argv)
 	bool force = false, json = false;
 	int c, code = 0;
 
-	while ((c = al_cli_getopt(argc, argv, "", longs, "resume", &code)) != -1) {
+	while ((c = al_cli_getopt(argc, argv, "", longs, &code)) != -1) {
 		if (c == '?')
 			return code;
 		if (c == 'F')
@@ -587,7 +587,7 @@ int cmd_resume(int argc, char **argv)
 		else if (c == 'j')
 			json = true;
 	}
-	if ((code = al_cli_operands(argc, argv, 0, 1, "resume")) || (code = al_cli_enter_repo()))
+	if ((code = al_cli_operands(argc, argv, 0, 1)) || (code = al_cli_enter_repo()))
 		return code;
 	return resume(optind < argc ? argv[optind] : NULL, force, json, -1);
 }

@@ -290,117 +290,6 @@ static void print_plan(const struct al_flow *flow, const struct al_node *n, int 
 		print_control(flow, n, depth);
 }
 
-static int count_run_commits(const char *oid, const char *message, int64_t time, void *data)
-{
-	struct al_iteration it;
-	size_t *count = data;
-	int stop = 0;
-
-	(void)oid;
-	(void)time;
-	++*count;
-	if (al_iteration_parse(&it, message)) {
-		stop = al_iteration_starts_run(&it);
-		al_iteration_release(&it);
-	}
-	return stop;
-}
-
-/*
- * What else of .ai-loop the last commit has and the work tree lost (the
- * flow, the agents, the runs' .gitignore: an agent that removed .ai-loop
- * whole), each path after a space.
- */
-static void lost_beside(const char *run_dir, struct al_strbuf *paths)
-{
-	struct al_git *g = NULL;
-
-	if (al_git_open(&g) < 0)
-		return;
-	al_cli_lost(g, "HEAD", ".ai-loop", AL_RUNS_DIR, NULL, paths);
-	al_cli_lost(g, "HEAD", AL_RUNS_DIR, run_dir, NULL, paths);
-	al_git_free(g);
-}
-
-void al_cli_damage_advice(const char *run_dir, const char *run_id)
-{
-	struct al_strbuf also = AL_STRBUF_INIT;
-
-	lost_beside(run_dir, &also);
-	fprintf(stderr, "ailoop: the run's state is damaged; what was committed is safe. Restore "
-		"the run's files%s from its last commit and continue:\n"
-		"    git checkout HEAD -- %s%s && ailoop resume %s\n",
-		also.len ? " (and what else of .ai-loop is gone)" : "", run_dir,
-		also.len ? also.buf : "", run_id);
-	al_strbuf_release(&also);
-}
-
-/* Prints how the run ended and what to do with its branch; the exit status. */
-int al_cli_report_run(struct al_exec *ex, int rc, bool json)
-{
-	const char *status = ex->run->st.status, *branch = ex->run->st.branch;
-	const char *base = ex->run->st.base_branch;
-	size_t commits = 0;
-	int code;
-
-	if (rc == AL_EINTR)
-		code = AL_EXIT_INTERRUPTED;
-	else if (rc < 0 && rc != AL_EAGENT)
-		code = al_cli_exit_code(rc);
-	else if (!strcmp(status, "complete"))
-		code = AL_EXIT_OK;
-	else if (!strcmp(status, "timeout"))
-		code = AL_EXIT_TIMEOUT;
-	else if (!strcmp(status, "blocked"))
-		code = AL_EXIT_BLOCKED;
-	else
-		code = AL_EXIT_FAILED;
-	if (rc < 0)
-		fprintf(stderr, "ailoop: %s: %s\n", rc == AL_EINTR ? "interrupted"
-			: rc == AL_EBLOCKED ? "blocked" : "error",
-			rc == AL_EINTR ? "the run is paused" : al_errmsg());
-	al_git_walk(ex->git, "HEAD", NULL, count_run_commits, &commits);
-	if (json) {
-		json_t *o = json_pack("{s:s, s:s, s:s?, s:s?, s:I, s:i}", "run_id",
-				      ex->run->st.run_id, "status", status, "branch", branch,
-				      "base_branch", base, "commits", (json_int_t)commits,
-				      "exit_code", code);
-		char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-
-		printf("%s\n", text);
-		free(text);
-		json_decref(o);
-		return code;
-	}
-	if (rc == AL_EINVALID) {
-		al_cli_damage_advice(ex->run->dir, ex->run->st.run_id);
-		return code;
-	}
-	if (rc == AL_EBLOCKED) {
-		printf("run %s is blocked: once you have dealt with the cause above, "
-		       "'ailoop resume %s' goes on (and resets an open circuit breaker)\n",
-		       ex->run->st.run_id, ex->run->st.run_id);
-		return code;
-	}
-	if (code == AL_EXIT_INTERRUPTED || (rc < 0 && rc != AL_EAGENT)) {
-		printf("run %s is paused: continue it with 'ailoop resume %s'\n",
-		       ex->run->st.run_id, ex->run->st.run_id);
-		return code;
-	}
-	printf("run %s: %s\n", ex->run->st.run_id, status);
-	if (rc == AL_EAGENT && al_exec_retry(ex->run, true) == 0)
-		printf("  retry:        ailoop resume %s (runs the step that failed again)\n",
-		       ex->run->st.run_id);
-	printf("  branch:       %s\n  base branch:  %s\n  commits:      %zu\n",
-	       branch ? branch : "(detached HEAD)", base ? base : "-", commits);
-	if (branch && base && strcmp(branch, base)) {
-		printf("  merge:        git checkout %s && git merge %s\n", base, branch);
-		printf("  diff:         git diff %s...%s\n", base, branch);
-		printf("  discard:      git checkout %s && git branch -D %s\n", base, branch);
-	}
-	return code;
-}
-
 static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 {
 	struct al_run_state init = { 0 };
@@ -516,7 +405,7 @@ int cmd_run(int argc, char **argv)
 	char *task = NULL;
 	int c, rc, code = 0;
 
-	while ((c = al_cli_getopt(argc, argv, "f:nq", longs, "run", &code)) != -1) {
+	while ((c = al_cli_getopt(argc, argv, "f:nq", longs, &code)) != -1) {
 		switch (c) {
 		case '?': return code;
 		case 'f': o.flow = optarg; break;
@@ -529,7 +418,7 @@ int cmd_run(int argc, char **argv)
 		case 'q': o.quiet = true; break;
 		}
 	}
-	if ((code = al_cli_operands(argc, argv, o.task_file ? 0 : 1, 1, "run")))
+	if ((code = al_cli_operands(argc, argv, o.task_file ? 0 : 1, 1)))
 		return code;
 	if ((code = read_task(optind < argc ? argv[optind] : NULL, o.task_file, &task)) != 0)
 		return code;

@@ -346,7 +346,7 @@ int cmd_setup(int argc, char **argv)
 	size_t kept = 0;
 	struct stat st;
 
-	while ((c = al_cli_getopt(argc, argv, "y", longs, "setup", &code)) != -1) {
+	while ((c = al_cli_getopt(argc, argv, "y", longs, &code)) != -1) {
 		char *eq;
 
 		switch (c) {
@@ -399,7 +399,7 @@ int cmd_setup(int argc, char **argv)
 			break;
 		}
 	}
-	if ((code = al_cli_operands(argc, argv, 0, 0, "setup")))
+	if ((code = al_cli_operands(argc, argv, 0, 0)))
 		goto done;
 	if (runner_arg && !known_runner(runner_arg)) {
 		code = al_cli_fail(AL_EXIT_USAGE, "unknown runner '%s' (runners: claude, codex, gemini, "

@@ -344,12 +344,12 @@ int cmd_status(int argc, char **argv)
 	bool json = false;
 	int c, rc, code = 0;
 
-	while ((c = al_cli_getopt(argc, argv, "", longs, "status", &code)) != -1) {
+	while ((c = al_cli_getopt(argc, argv, "", longs, &code)) != -1) {
 		if (c == '?')
 			return code;
 		json = true;
 	}
-	if ((code = al_cli_operands(argc, argv, 0, 1, "status")) || (code = al_cli_enter_repo()))
+	if ((code = al_cli_operands(argc, argv, 0, 1)) || (code = al_cli_enter_repo()))
 		return code;
 	if (al_git_open(&git) < 0)
 		git = NULL;

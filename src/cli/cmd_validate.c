@@ -45,13 +45,13 @@ int cmd_validate(int argc, char **argv)
 	const char *flow_arg = NULL;
 	int c, code = 0;
 
-	while ((c = al_cli_getopt(argc, argv, "f:", longs, "validate", &code)) != -1) {
+	while ((c = al_cli_getopt(argc, argv, "f:", longs, &code)) != -1) {
 		if (c == '?')
 			return code;
 		if (c == 'f')
 			flow_arg = optarg;
 	}
-	if ((code = al_cli_operands(argc, argv, 0, 0, "validate")))
+	if ((code = al_cli_operands(argc, argv, 0, 0)))
 		return code;
 	code = al_cli_load_flow(flow_arg, &diags, &flow);
 	if (!code) {

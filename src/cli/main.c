@@ -1,10 +1,10 @@
 #include "ailoop/cli/cli.h"
 #include "ailoop/base/fsutil.h"
+#include "ailoop/git/git.h"
 #include "ailoop/base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <git2.h>
 #include <jansson.h>
 #include <pcre2.h>
 #include <stdio.h>
@@ -164,7 +164,7 @@ static void print_version(void)
 	int major = 0, minor = 0, rev = 0;
 	char pcre[64] = "";
 
-	git_libgit2_version(&major, &minor, &rev);
+	al_git_lib_version(&major, &minor, &rev);
 	if (pcre2_config(PCRE2_CONFIG_VERSION, NULL) > (int)sizeof(pcre) ||
 	    pcre2_config(PCRE2_CONFIG_VERSION, pcre) < 0)
 		snprintf(pcre, sizeof(pcre), "unknown");
@@ -267,6 +267,7 @@ int main(int argc, char **argv)
 	cmd = al_command_find(argv[1]);
 	if (!cmd)
 		return unknown_command(argv[1]);
+	al_cli_running(cmd);
 	code = cmd->fn(argc - 1, argv + 1);
 	/* what the command wrote last (a run's final state) survives a power loss */
 	if (al_durable_point() < 0)

@@ -1,4 +1,4 @@
-#include "ailoop/model/condition.h"
+#include "ailoop/exec/condition_eval.h"
 #include "ailoop/base/fsutil.h"
 #include "ailoop/store/memory.h"
 #include "ailoop/proc/proc.h"

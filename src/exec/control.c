@@ -1,4 +1,5 @@
 #include "ailoop/exec/breaker.h"
+#include "ailoop/exec/condition_eval.h"
 #include "ailoop/exec/exec.h"
 #include "ailoop/exec/feedback.h"
 #include "ailoop/store/memory.h"

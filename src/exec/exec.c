@@ -1,4 +1,5 @@
 #include "ailoop/exec/exec.h"
+#include "ailoop/exec/condition_eval.h"
 #include "ailoop/exec/feedback.h"
 #include "ailoop/base/fsutil.h"
 #include "ailoop/model/md.h"

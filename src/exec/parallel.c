@@ -1,4 +1,4 @@
-#include "ailoop/model/condition.h"
+#include "ailoop/exec/condition_eval.h"
 #include "ailoop/exec/exec.h"
 #include "ailoop/base/fsutil.h"
 #include "ailoop/store/history.h"

@@ -78,6 +78,11 @@ static int not_found(void)
 	return rc;
 }
 
+void al_git_lib_version(int *major, int *minor, int *rev)
+{
+	git_libgit2_version(major, minor, rev);
+}
+
 int al_git_open(struct al_git **out)
 {
 	struct al_git *g;

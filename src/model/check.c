@@ -176,3 +176,18 @@ pcre2_code *al_check_regex_scan(struct al_check *c, const struct al_val *v, cons
 {
 	return compile(c, v, key, PCRE2_UTF | PCRE2_AUTO_CALLOUT);
 }
+
+static bool id_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+bool al_id_valid(const char *s)
+{
+	if (!s || !id_char(*s))
+		return false;
+	for (; *s; s++)
+		if (!id_char(*s) && *s != '_' && *s != '-')
+			return false;
+	return true;
+}

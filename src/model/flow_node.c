@@ -112,21 +112,6 @@ static void unknown_key(struct loader *l, const struct al_node *n, const struct 
 	al_check_unknown_key(&l->c, key, all, m, where);
 }
 
-static bool id_char(char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-bool al_id_valid(const char *s)
-{
-	if (!s || !id_char(*s))
-		return false;
-	for (; *s; s++)
-		if (!id_char(*s) && *s != '_' && *s != '-')
-			return false;
-	return true;
-}
-
 /* The value of `key` unless it is absent or null: a null value reads as absent. */
 static const struct al_val *given(const struct al_val *map, const char *key)
 {

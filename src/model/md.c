@@ -1,5 +1,4 @@
 #include "ailoop/model/md.h"
-#include "ailoop/model/agent.h"
 #include "ailoop/base/util.h"
 
 #include <ctype.h>
@@ -34,6 +33,45 @@ static void emit(struct al_fm *fm, yaml_event_t *ev)
 {
 	if (!yaml_emitter_emit(&fm->emitter, ev))
 		emitter_failed(&fm->emitter);
+}
+
+static bool is_fence(const char *line, size_t len, const char *fence)
+{
+	while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+		len--;
+	return len == 3 && !memcmp(line, fence, 3);
+}
+
+bool al_split_front_matter(const char *text, size_t len, const char **fm, size_t *fm_len,
+			   int *fm_line, const char **body, size_t *body_len)
+{
+	const char *p = text, *end = text + len, *nl;
+
+	*fm = NULL;
+	*fm_len = 0;
+	*fm_line = 0;
+	*body = text;
+	*body_len = len;
+	nl = memchr(p, '\n', len);
+	if (!nl || !is_fence(p, (size_t)(nl - p), "---"))
+		return true;
+	p = nl + 1;
+	*fm = p;
+	*fm_line = 2;
+	while (p < end) {
+		const char *start = p;
+
+		nl = memchr(p, '\n', (size_t)(end - p));
+		p = nl ? nl + 1 : end;
+		if (is_fence(start, (size_t)((nl ? nl : end) - start), "---") ||
+		    is_fence(start, (size_t)((nl ? nl : end) - start), "...")) {
+			*fm_len = (size_t)(start - *fm);
+			*body = p;
+			*body_len = (size_t)(end - p);
+			return true;
+		}
+	}
+	return false;
 }
 
 struct al_fm *al_fm_new(void)

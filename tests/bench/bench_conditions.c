@@ -8,7 +8,7 @@
  *   bench_conditions [EVALUATIONS]     prints the figures; exit 1 over budget
  */
 #include "ailoop/model/check.h"
-#include "ailoop/model/condition.h"
+#include "ailoop/exec/condition_eval.h"
 #include "ailoop/model/doc.h"
 #include "ailoop/store/memory.h"
 #include "ailoop/base/strbuf.h"

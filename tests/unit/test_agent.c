@@ -1,4 +1,5 @@
 #include "ailoop/model/agent.h"
+#include "ailoop/model/md.h"
 #include "ailoop/base/util.h"
 
 #include "unit.h"

@@ -1,5 +1,5 @@
 #include "ailoop/model/check.h"
-#include "ailoop/model/condition.h"
+#include "ailoop/exec/condition_eval.h"
 #include "ailoop/model/doc.h"
 #include "ailoop/base/fsutil.h"
 #include "ailoop/store/memory.h"

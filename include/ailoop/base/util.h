@@ -1,6 +1,8 @@
 #ifndef AILOOP_UTIL_H
 #define AILOOP_UTIL_H
 
+#include "ailoop/base/alloc.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,27 +39,8 @@ int al_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 /* The message of the last al_err(), or "" if none. */
 const char *al_errmsg(void);
 
-__attribute__((noreturn)) void al_die_oom(void);
-void *al_malloc(size_t n);
-void *al_calloc(size_t nmemb, size_t size);
-void *al_realloc(void *p, size_t n);
-char *al_strdup(const char *s);
-/* Replaces the string *field owns with a copy of `value` (NULL: none); `value` may be *field. */
-void al_set_str(char **field, const char *value);
-char *al_strndup(const char *s, size_t n);
 char *al_xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-#define AL_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-/* Grows `v` (of `alloc` elements) so that index `n` is valid. */
-#define AL_GROW(v, n, alloc)                                                 \
-	do {                                                                 \
-		if ((size_t)(n) >= (alloc)) {                                \
-			(alloc) = (alloc) ? (alloc) * 2 : 8;                 \
-			if ((alloc) <= (size_t)(n))                          \
-				(alloc) = (size_t)(n) + 1;                   \
-			(v) = al_realloc((v), (alloc) * sizeof(*(v)));       \
-		}                                                            \
-	} while (0)
 
 bool al_starts_with(const char *s, const char *prefix);
 bool al_ends_with(const char *s, const char *suffix);

@@ -45,21 +45,27 @@ int cmd_memory(int argc, char **argv);
 int cmd_setup(int argc, char **argv);
 
 /*
+ * The command main() runs (al_commands, main.c): the one whose usage and
+ * help al_cli_getopt and al_cli_operands print. Set before its function runs.
+ */
+void al_cli_running(const struct al_command *cmd);
+
+/*
  * Option parsing shared by the commands: getopt_long with our own messages.
- * Returns the option, or -1 at the end. `-h`/`--help` print the command's
+ * Returns the option, or -1 at the end. `-h`/`--help` print the running command's
  * help and make *exit_code 0; an unknown option or a missing argument
  * prints the usage and makes it 64. In both cases the return is '?'.
  */
 int al_cli_getopt(int argc, char **argv, const char *shorts, const struct option *longs,
-		  const char *cmd, int *exit_code);
+		  int *exit_code);
 
 void al_cli_usage(FILE *out, const struct al_command *cmd);
 /*
  * Checks the number of operands left after the options: 0 if it is from
  * `min` to `max`, else names the first operand too many (or says one is
- * missing), prints the usage of `cmd` and returns 64.
+ * missing), prints the running command's usage and returns 64.
  */
-int al_cli_operands(int argc, char **argv, int min, int max, const char *cmd);
+int al_cli_operands(int argc, char **argv, int min, int max);
 void al_cli_help(FILE *out, const struct al_command *cmd);
 /* "ailoop: error: …" on stderr; returns `code` for `return al_cli_fail(...)`. */
 int al_cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

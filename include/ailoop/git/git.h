@@ -32,6 +32,9 @@ void al_git_filters_register(void);
  */
 bool al_git_filters_stopped(void);
 
+/* libgit2's version as loaded at run time, for `ailoop --version`. */
+void al_git_lib_version(int *major, int *minor, int *rev);
+
 /* Opens the repository whose work tree is the current directory. */
 int al_git_open(struct al_git **out);
 void al_git_free(struct al_git *g);

@@ -105,13 +105,4 @@ size_t al_read_models(struct al_check *c, const struct al_val *map, struct al_ag
 const struct al_agent_model *al_models_find(const struct al_agent_model *v, size_t n,
 					    const char *runner);
 
-/*
- * Splits Markdown into front matter and body. `*fm` and `*fm_len` delimit
- * the YAML between the `---` lines (fm is NULL if the text has none) and
- * `*fm_line` is the 1-based line it starts on. Returns false if the front
- * matter is opened but never closed.
- */
-bool al_split_front_matter(const char *text, size_t len, const char **fm, size_t *fm_len,
-			   int *fm_line, const char **body, size_t *body_len);
-
 #endif

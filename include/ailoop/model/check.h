@@ -64,4 +64,7 @@ pcre2_code *al_check_regex_scan(struct al_check *c, const struct al_val *v, cons
 /* Steps of a scan of a whole text, every match of it together. */
 #define AL_REGEX_SCAN_LIMIT (10 * AL_REGEX_MATCH_LIMIT)
 
+/* Whether `s` is an id (or a sensor name): [A-Za-z0-9][A-Za-z0-9_-]*, any length. */
+bool al_id_valid(const char *s);
+
 #endif

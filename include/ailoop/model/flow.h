@@ -27,8 +27,6 @@
  * stays well below PATH_MAX (4096) wherever the repository is.
  */
 #define AL_ID_MAX 64
-/* Whether `s` is an id (or a sensor name): [A-Za-z0-9][A-Za-z0-9_-]*, any length. */
-bool al_id_valid(const char *s);
 #define AL_NODE_PATH_MAX 1024
 #define AL_DEFAULT_MAX_ITERATIONS 10
 #define AL_DEFAULT_AGENT_TIMEOUT 1800

@@ -67,4 +67,13 @@ char *al_md_section(const char *body, size_t len, const char *heading);
 /* `s` without leading blank lines and trailing whitespace. Caller frees. */
 char *al_md_trim_lines(const char *s, size_t len);
 
+/*
+ * Splits Markdown into front matter and body. `*fm` and `*fm_len` delimit
+ * the YAML between the `---` lines (fm is NULL if the text has none) and
+ * `*fm_line` is the 1-based line it starts on. Returns false if the front
+ * matter is opened but never closed.
+ */
+bool al_split_front_matter(const char *text, size_t len, const char **fm, size_t *fm_len,
+			   int *fm_line, const char **body, size_t *body_len);
+
 #endif
