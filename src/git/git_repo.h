@@ -242,4 +242,11 @@ int al_git_intend(struct al_git *g, const char *ref, const git_oid *old, const g
 void al_git_watch_early(struct al_git *g);
 void al_git_watch_from_clean(struct al_git *g, git_index *index);
 
+/* (git.c) HEAD: its branch ("refs/heads/…", NULL if detached) and commit (*born false: none yet). */
+int al_git_head_state(struct al_git *g, char **ref, git_oid *tip, bool *born);
+
+/* (git.c) Whether HEAD (`ref`, `tip`) is where the run commits; AL_EMOVED says how not. */
+int al_git_check_head_at(struct al_git *g, const char *ref, const git_oid *tip, bool born,
+			 const char *own_dir);
+
 #endif

@@ -51,4 +51,16 @@ void al_torn_forget(git_repository *repo);
  */
 void al_worktree_move_repos(git_repository *repo, git_worktree *wt, bool *kept);
 
+/* (worktree.c) al_err() with libgit2's message of the last failure; returns AL_ERROR. */
+int al_wt_fail(const char *what);
+/* (worktree.c) The repository of the current directory, libgit2 initialised; al_wt_close() ends both. */
+int al_wt_open(git_repository **repo);
+void al_wt_close(git_repository *repo);
+
+/*
+ * (worktree_merge.c) Whether a directory on the way to `path` below `root`
+ * is something else (a symbolic link, a file); its path to `way` if given.
+ */
+bool al_wt_way_blocked(const char *root, const char *path, struct al_strbuf *way);
+
 #endif
