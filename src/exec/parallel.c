@@ -1,5 +1,6 @@
 #include "ailoop/exec/condition_eval.h"
 #include "ailoop/exec/exec.h"
+#include "parallel_int.h"
 #include "ailoop/base/fsutil.h"
 #include "ailoop/store/history.h"
 #include "ailoop/exec/invoke.h"
@@ -57,7 +58,7 @@
  * states and events are written in the run's directory as usual (absolute
  * paths). Its commits leave the run's files out: those are the parent's.
  * Once the node has its result, the children that succeeded are merged
- * into the run's branch in child order, a merge commit each (merge()).
+ * into the run's branch in child order, a merge commit each (al_parallel_merge()).
  * Before an unfinished child starts or continues, what the user changed
  * in the main work tree (with --allow-dirty, or while the run was
  * stopped) is brought into its worktree (carry()).
@@ -164,7 +165,7 @@ static size_t worktree_ids(const struct al_node *n, const char *id)
  * neither '+' nor '.', so no key is another's, nor a resolver's
  * `<key>.resolve`.
  */
-static char *wt_key(const struct al_node *c)
+char *al_parallel_wt_key(const struct al_node *c)
 {
 	const struct al_node *root = c;
 	char *key;
@@ -183,25 +184,25 @@ static char *wt_key(const struct al_node *c)
 /* The child's worktree, its branch and git's name for it. Caller frees. */
 static char *wt_path(const struct al_exec *ex, const struct al_node *c)
 {
-	char *key = wt_key(c), *path = al_xprintf("%s/" AL_WORKTREES_DIR "/%s", ex->run->abs_dir, key);
+	char *key = al_parallel_wt_key(c), *path = al_xprintf("%s/" AL_WORKTREES_DIR "/%s", ex->run->abs_dir, key);
 
 	free(key);
 	return path;
 }
 
-static char *wt_branch(const struct al_exec *ex, const struct al_node *c)
+char *al_parallel_wt_branch(const struct al_exec *ex, const struct al_node *c)
 {
 	const char *b = ex->run->st.branch;
-	char *key = wt_key(c), *branch = b && *b ? al_xprintf("%s--%s", b, key)
+	char *key = al_parallel_wt_key(c), *branch = b && *b ? al_xprintf("%s--%s", b, key)
 						 : al_xprintf("ai-loop/%s--%s", ex->run->st.run_id, key);
 
 	free(key);
 	return branch;
 }
 
-static char *wt_name(const struct al_exec *ex, const struct al_node *c)
+char *al_parallel_wt_name(const struct al_exec *ex, const struct al_node *c)
 {
-	char *key = wt_key(c), *name = al_xprintf("ailoop-%s-%s", ex->run->st.run_id, key);
+	char *key = al_parallel_wt_key(c), *name = al_xprintf("ailoop-%s-%s", ex->run->st.run_id, key);
 
 	free(key);
 	return name;
@@ -244,7 +245,7 @@ static int enter_worktree(struct al_exec *ex, const struct al_node *c)
 static int worktree_gone(struct al_node_run *nr, const struct al_node *c, struct al_git *git,
 			 int rc)
 {
-	char *path = wt_path(nr->ex, c), *branch = wt_branch(nr->ex, c);
+	char *path = wt_path(nr->ex, c), *branch = al_parallel_wt_branch(nr->ex, c);
 
 	if (!al_dir_exists(path)) {
 		bool kept = git && al_git_branch_exists(git, branch);
@@ -369,8 +370,8 @@ static int start(struct al_node_run *nr, struct kid *kids, size_t k,
 
 	if (isolated(nr->n)) { /* its worktree first: made here, one at a time */
 		const struct al_node *c = nr->n->children[k];
-		char *path = wt_path(nr->ex, c), *name = wt_name(nr->ex, c);
-		char *branch = wt_branch(nr->ex, c);
+		char *path = wt_path(nr->ex, c), *name = al_parallel_wt_name(nr->ex, c);
+		char *branch = al_parallel_wt_branch(nr->ex, c);
 		int rc = al_worktree_ensure(path, name, branch, nr->st.base_commit);
 
 		if (rc == 0)
@@ -569,175 +570,6 @@ static void skip_below(struct al_node *n, void *data)
 	if (w->rc == 0)
 		w->rc = skip_state(w->nr, n);
 }
-
-/*
- * A merge commit's message: at the node's path and label, saying
- * `summary`, with [merge] naming child `c` and [merge-branch] `branch`, so
- * that readers tell it from the node's iterations (history.h).
- */
-static void merge_message(struct al_strbuf *text, const struct al_node_run *nr,
-			  const struct al_node *c, const char *branch, const char *summary)
-{
-	struct al_commit_fields f = { 0 };
-
-	f.node_path = nr->n->path;
-	f.label = nr->st.label;
-	f.status = "running";
-	f.summary = summary;
-	f.sensors = "";
-	f.run_id = nr->ex->run->st.run_id;
-	f.merge = c->id;
-	f.merge_branch = branch;
-	al_commit_message(text, &f);
-}
-
-/*
- * on_conflict {agent: PATH}: child `c`'s merge conflicts in `files`. The
- * resolver agent works in a worktree of its own (<run>/worktrees/<child>.resolve,
- * at the run branch's commit, the conflicted merge written there with its
- * markers), with the actuator role and its artifacts in
- * <node>/resolve.<child>; then the merge is made with its files, unless it
- * failed or left a marker: *msg says why, and the resolver's worktree stays.
- * Returns 1 if merged, 0 if not, AL_EINTR or an error < 0 (then a resume
- * makes the resolver's worktree again and runs it again).
- */
-static int resolve(struct al_node_run *nr, const struct al_node *c, const char *branch,
-		   const char *here, const char *files, char *msg, size_t size)
-{
-	struct al_exec *ex = nr->ex;
-	const struct al_node *n = nr->n;
-	char *key = wt_key(c);
-	char *path = al_xprintf("%s/" AL_WORKTREES_DIR "/%s.resolve", ex->run->abs_dir, key);
-	char *name = al_xprintf("ailoop-%s-%s.resolve", ex->run->st.run_id, key);
-	char *dir = al_xprintf("%s/resolve.%s", nr->dir, c->id);
-	char *out = al_xprintf("%s/resolve-output.md", dir), *task_path = al_xprintf("%s/task.md", dir);
-	char *task = al_xprintf("Resolve the merge conflict in %s, between branch '%s' (ours, the "
-				"run's branch) and branch '%s' (theirs, child '%s' of parallel node "
-				"'%s'). The working directory holds the merge with git's conflict "
-				"markers: edit %s so that they hold both changes as they should and "
-				"no conflict marker line is left. Do not commit.\n",
-				files, here, branch, c->id, n->path, files);
-	char *summary = al_xprintf("merge %s, resolved by %s", c->id, n->resolver.path);
-	char *left = NULL;
-	struct al_strbuf text = AL_STRBUF_INIT;
-	struct al_call call;
-	struct al_call_ctx ctx = {
-		.agent = n->resolver.agent, .role = AL_ROLE_ACTUATOR, .node = n,
-		.label = nr->st.label, .dir = dir, .output = out, .task = task,
-		.deadline_ms = nr->deadline, .cwd = path,
-	};
-	int rc;
-
-	if ((rc = al_mkdirs(dir)) < 0 || (rc = al_write_atomic(task_path, task, strlen(task))) < 0 ||
-	    (rc = al_worktree_conflicted(path, name, branch)) < 0)
-		goto done;
-	al_run_event(ex->run, "parallel_resolve", "{s:s, s:s, s:s, s:s}", "node", n->path, "child",
-		     c->id, "agent", n->resolver.path, "files", files);
-	al_progress_step(ex->progress, nr->st.label, n->path, "resolve", "%s: %s",
-			 n->resolver.path, files);
-	rc = al_call_run(ex, &ctx, &call);
-	al_call_release(&call);
-	if (rc == AL_EAGENT) {
-		snprintf(msg, size, "conflict: %s differ between '%s' and '%s'; resolver failed: %s",
-			 files, here, branch, al_errmsg());
-		rc = 0;
-		goto done;
-	}
-	if (rc < 0)
-		goto done;
-	merge_message(&text, nr, c, branch, summary);
-	rc = al_worktree_merge_resolved(branch, text.buf, path, &left);
-	if (rc == 2) {
-		snprintf(msg, size, "conflict: %s differ between '%s' and '%s'; the resolver left %s",
-			 files, here, branch, left);
-		rc = 0;
-	} else if (rc >= 0) {
-		if (rc == 1) {
-			ex->commits++;
-			al_run_event(ex->run, "parallel_merge", "{s:s, s:s, s:s, s:s}", "node",
-				     n->path, "child", c->id, "branch", branch, "resolver",
-				     n->resolver.path);
-		}
-		rc = al_worktree_remove(name);
-		rc = rc < 0 ? rc : 1;
-	}
-done:
-	al_strbuf_release(&text);
-	free(left);
-	free(summary);
-	free(task);
-	free(task_path);
-	free(out);
-	free(dir);
-	free(name);
-	free(path);
-	free(key);
-	return rc;
-}
-
-/*
- * Merges the children that succeeded into the branch checked out here, in
- * child order, a merge commit each; removes the worktree of each merged.
- * A conflict: on_conflict fail stops there (the node fails with `conflict`
- * in *msg), skip leaves that child unmerged. Done again after a kill,
- * it finds the merges made and makes the rest.
- */
-static int merge(struct al_node_run *nr, bool *conflict, char *msg, size_t size)
-{
-	struct al_exec *ex = nr->ex;
-	const struct al_node *n = nr->n;
-	char *here = NULL, oid[AL_OID_HEX];
-	int rc = al_git_head(ex->git, &here, oid);
-
-	*conflict = false;
-	for (size_t k = 0; k < n->nchildren && rc >= 0 && !*conflict; k++) {
-		const struct al_node *c = n->children[k];
-		char *branch, *name, *files = NULL, *summary;
-		struct al_strbuf text = AL_STRBUF_INIT;
-
-		if (nr->st.done[k] != 'c')
-			continue; /* failed or stopped: its branch stays as it is */
-		branch = wt_branch(ex, c);
-		name = wt_name(ex, c);
-		summary = al_xprintf("merge %s", c->id);
-		merge_message(&text, nr, c, branch, summary);
-		rc = al_worktree_merge(branch, text.buf, &files);
-		if (rc == 2) {
-			al_run_event(ex->run, "parallel_conflict", "{s:s, s:s, s:s, s:s}", "node",
-				     n->path, "child", c->id, "branch", branch, "files", files);
-			if (n->on_conflict == AL_CONFLICT_AGENT) {
-				rc = resolve(nr, c, branch, here ? here : oid, files, msg, size);
-				*conflict = rc == 0; /* not resolved: as on_conflict fail */
-				if (rc == 1)
-					rc = al_worktree_remove(name);
-			} else if (n->on_conflict == AL_CONFLICT_FAIL) {
-				snprintf(msg, size, "conflict: %s differ between '%s' and '%s'", files,
-					 here ? here : oid, branch);
-				*conflict = true;
-				rc = 0;
-			} else {
-				al_progress_note(ex->progress, "ailoop: [%s] %s: child %s not merged: "
-						 "conflict in %s", nr->st.label, n->path, c->id, files);
-				rc = 0;
-			}
-		} else if (rc >= 0) {
-			if (rc == 1) {
-				ex->commits++;
-				al_run_event(ex->run, "parallel_merge", "{s:s, s:s, s:s}", "node",
-					     n->path, "child", c->id, "branch", branch);
-			}
-			rc = al_worktree_remove(name);
-		}
-		free(files);
-		free(summary);
-		al_strbuf_release(&text);
-		free(name);
-		free(branch);
-	}
-	free(here);
-	return rc < 0 ? rc : 0;
-}
-
 /*
  * A child's task, written again if an agent removed it (a sibling's, in
  * the main work tree's run directory) before a commit held it: its state
@@ -790,7 +622,7 @@ static int conclude(struct al_node_run *nr, int err)
 	if (isolated(n)) {
 		bool conflict;
 
-		if ((rc = merge(nr, &conflict, msg, sizeof(msg))) < 0)
+		if ((rc = al_parallel_merge(nr, &conflict, msg, sizeof(msg))) < 0)
 			return rc;
 		if (conflict)
 			return al_node_finish(nr, "failed", msg, false, NULL);

@@ -249,4 +249,38 @@ int al_git_head_state(struct al_git *g, char **ref, git_oid *tip, bool *born);
 int al_git_check_head_at(struct al_git *g, const char *ref, const git_oid *tip, bool born,
 			 const char *own_dir);
 
+/* (git_stage.c) */
+/*
+ * Whether `rel`, a directory under the runs, holds none of a run's files:
+ * agents' logs (at any depth), or a run's parallel children's worktrees
+ * (at its top: below, a node may be named so).
+ */
+bool al_git_not_run_files(const char *rel);
+/* (git_stage.c) */
+/*
+ * Whether directory `dir` holds a repository of its own as git sees one:
+ * a .git entry that opens as a repository (an empty .git directory, or a
+ * .git file naming a directory that is gone, is none).
+ */
+bool al_git_nested_repo(const char *dir);
+/* (git_stage_watch.c) */
+/*
+ * What the watch saw change since the last commit, into *paths: true if
+ * it can be trusted for this commit — the watch ran since this process's
+ * last commit, nothing overflowed, HEAD (`head_ours`) and the index are as
+ * this process left them (no parallel sibling, no checkout in between; an
+ * index rewritten with the same entries, *kept, counts as left), and no
+ * file outside the work tree that says what is recorded (an ignore file,
+ * git's configuration) changed.
+ * Otherwise the caller scans the whole tree, starting a new watch first,
+ * for the next commit.
+ */
+bool al_git_watch_changes(struct al_git *g, git_index *index, bool head_ours, char ***paths,
+			  size_t *n, bool *kept);
+/* (git_stage_watch.c) */
+void al_git_index_left(struct al_git *g, git_index *index);
+/* (git_stage_watch.c) */
+/* A new watch (any old one dropped), or full scans from now on if none can start. */
+void al_git_watch_start(struct al_git *g);
+
 #endif

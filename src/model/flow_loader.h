@@ -20,7 +20,6 @@ struct loader {
 const char *loader_own(struct loader *l, char *s);
 void loader_error(struct loader *l, struct al_pos pos, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* [A-Za-z0-9][A-Za-z0-9_-]*: node ids, runner and sensor names. */
 /* A key whose value names an agent file: the file is loaded and checked. */
 void loader_agent_key(struct loader *l, struct al_agent_ref *ref, const struct al_val *v,
 		      const char *key);
@@ -28,5 +27,26 @@ void loader_agent_key(struct loader *l, struct al_agent_ref *ref, const struct a
 struct al_node *loader_node(struct loader *l, const struct al_val *v, struct al_node *parent,
 			    int position);
 void loader_node_free(struct al_node *n);
+
+/*
+ * (flow_fields.c) Reads key `k` of node `n` (its value `v`); max_iterations
+ * and timeout_seconds are kept in *max_it and *timeout for the checks after.
+ */
+void loader_field(struct loader *l, struct al_node *n, const struct al_val *k,
+		  const struct al_val *v, const struct al_val **max_it,
+		  const struct al_val **timeout);
+/* (flow_fields.c) The value of `key` unless it is absent or null: a null value reads as absent. */
+const struct al_val *loader_given(const struct al_val *map, const char *key);
+/*
+ * (flow_fields.c) Node `v` has the same `id` as its sibling `first`: say so
+ * at the id, or at the node when its id was generated (the user never wrote it).
+ */
+void loader_duplicate_id(struct loader *l, const char *id, const struct al_val *v,
+			 const struct al_val *first);
+/* (flow_fields.c) `ref` to the agent file at `path` (from the flow's directory), loaded. */
+void loader_agent_ref(struct loader *l, struct al_agent_ref *ref, const char *path,
+		      struct al_pos pos);
+/* (flow_fields.c) Whether `key` is one of the `n` keys. */
+bool loader_in_set(const char *key, const char *const *keys, size_t n);
 
 #endif
