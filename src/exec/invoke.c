@@ -567,8 +567,13 @@ static int format_retries(const struct al_exec *ex, const struct al_agent *a)
 int al_call_reformat(struct al_exec *ex, struct al_call *call, int rc)
 {
 	const struct al_call_ctx *c = call->ctx;
-	struct al_call_ctx again = *c;
-	int retries = format_retries(ex, c->agent);
+	struct al_call_ctx again;
+	int retries;
+
+	if (rc != AL_EFORMAT)
+		return rc; /* `call` may have been let go of (a wait interrupted) */
+	again = *c;
+	retries = format_retries(ex, c->agent);
 
 	for (int attempt = 1; rc == AL_EFORMAT && attempt <= retries; attempt++) {
 		struct al_strbuf notice = AL_STRBUF_INIT;
