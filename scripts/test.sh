@@ -24,7 +24,7 @@ echo "== build (AddressSanitizer + UBSan) and test" >&2
 build build-asan -DAILOOP_SANITIZE=ON
 # (tests/lsan.supp: leaks inside libgit2 that ailoop cannot free)
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:fast_unwind_on_malloc=0" \
+	LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
 	ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
 echo "== build (clang, Release, fuzz targets) and test, fuzz corpus included" >&2

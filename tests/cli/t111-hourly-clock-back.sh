@@ -13,9 +13,10 @@ echo $T0 >"$AILOOP_TEST_CLOCK"
 
 calls() { wc -l <.ai-loop/runs/run_*/logs/agent-calls | tr -d ' '; }
 # waiting FILE N: until FILE has said N times that ailoop waits for the window
+# (within 3 minutes: a sanitized build on a loaded machine is slow to get there)
 waiting() {
 	local i=0
-	while [ "$(grep -c "waiting to start" "$1" 2>/dev/null)" -lt "$2" ] && [ $i -lt 1200 ]; do
+	while [ "$(grep -c "waiting to start" "$1" 2>/dev/null || echo 0)" -lt "$2" ] && [ $i -lt 3600 ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
