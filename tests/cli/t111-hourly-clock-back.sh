@@ -16,7 +16,9 @@ calls() { wc -l <.ai-loop/runs/run_*/logs/agent-calls | tr -d ' '; }
 # (within 3 minutes: a sanitized build on a loaded machine is slow to get there)
 waiting() {
 	local i=0
-	while [ "$(grep -c "waiting to start" "$1" 2>/dev/null || echo 0)" -lt "$2" ] && [ $i -lt 3600 ]; do
+	local n
+	while n=$(grep -c "waiting to start" "$1" 2>/dev/null); [ "${n:-0}" -lt "$2" ] &&
+		[ $i -lt 3600 ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
