@@ -2,7 +2,7 @@
 # The real claude CLI end to end: a two-level flow whose sensors,
 # controllers and actuator are all `claude -p` processes run through the
 # claude runner preset, against a scripted Messages API on 127.0.0.1
-# (tests/fixtures/claude-api/server.js) that acts through the CLI's own
+# (tests/fixtures/model-api/anthropic.js) that acts through the CLI's own
 # tools as a model follows the prompt: every agent offered the Write tool
 # writes its output file with it, at every iteration and in the child loop
 # too (Claude Code's Write refuses a file that exists and was not read in
@@ -60,7 +60,7 @@ R=$TEST_TMP/repo
 api_log=$TEST_TMP/api.jsonl
 port_file=$TEST_TMP/port
 new_repo "$R"
-node "$FIXTURES/claude-api/server.js" "$R" "$port_file" "$api_log" 300 \
+node "$FIXTURES/model-api/anthropic.js" "$R" "$port_file" "$api_log" 300 \
 	2>"$TEST_TMP/server.err" &
 server=$!
 trap 'kill "$server" 2>/dev/null; if [ "$BASHPID" = "$test_shell" ]; then rm -rf "$TEST_TMP"; fi' EXIT
