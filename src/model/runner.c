@@ -8,9 +8,10 @@
 const char *const al_prompt_mode_names[3] = { "stdin", "arg", "file" };
 
 /*
- * Flags checked against each CLI's --help: claude 2.1, codex exec 0.169,
- * gemini 0.61, opencode run; aider's from its documentation. The README
- * ("Runner presets") says what each one does with an agent file.
+ * Flags checked against each CLI's --help: claude 2.1, codex exec 0.171,
+ * gemini 0.61, opencode run 1.18 (each run for real by tests/cli/t75,
+ * t123-t125); aider's from its documentation. The README ("Runner
+ * presets") says what each one does with an agent file.
  */
 static const char *const claude_argv[] = {
 	"claude", "-p", "--model={model}", "--permission-mode", "acceptEdits",
@@ -31,9 +32,13 @@ static const char *const aider_argv[] = {
 	"--no-check-update", "--no-show-release-notes", "--no-pretty", "--no-stream",
 	"--message-file", "{prompt-file}", NULL,
 };
+/*
+ * The prompt on stdin reaches the model whole, as the user's message; given
+ * with --file it arrived as a read result, cut at 2,000 lines and 2,000
+ * characters a line.
+ */
 static const char *const opencode_argv[] = {
-	"opencode", "run", "--model={model}",
-	"Carry out the instructions in the attached file.", "--file", "{prompt-file}", NULL,
+	"opencode", "run", "--model={model}", NULL,
 };
 
 static const struct al_runner builtins[] = {
@@ -45,7 +50,7 @@ static const struct al_runner builtins[] = {
 	  { NULL, 0, 0 }, false, AL_MODELS_GEMINI },
 	{ "aider", aider_argv, AL_PROMPT_FILE, "python3 -m pip install aider-install && aider-install",
 	  { NULL, 0, 0 }, false, AL_MODELS_ANY },
-	{ "opencode", opencode_argv, AL_PROMPT_FILE, "npm install -g opencode-ai",
+	{ "opencode", opencode_argv, AL_PROMPT_STDIN, "npm install -g opencode-ai",
 	  { NULL, 0, 0 }, false, AL_MODELS_PROVIDER },
 };
 

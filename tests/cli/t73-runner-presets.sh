@@ -131,7 +131,7 @@ expect_eq "$(argv_of 1-gemini)" \
 	"gemini actuator that may run Bash: every tool approved"
 expect_in "$(cat "$CALLS/1-gemini.stdin")" "Carry out the plan." "gemini reads the prompt on stdin"
 
-# --- aider and opencode: the prompt file --------------------------------
+# --- aider: the prompt file; opencode: stdin ------------------------------
 run_preset aider
 expect_eq "$(argv_of 1-aider)" \
 	"--yes-always --no-auto-commits --no-gitignore --no-check-update --no-show-release-notes --no-pretty --no-stream --message-file .ai-loop/runs/$run_id/nodes/fix/logs/actuator.prompt.md " \
@@ -139,8 +139,9 @@ expect_eq "$(argv_of 1-aider)" \
 expect_not_in "$(argv_of 2-aider)" "--model" "no aider entry anywhere: aider's own model"
 run_preset opencode
 expect_eq "$(argv_of 0-opencode)" \
-	"run --model=openai/gpt-5 Carry out the instructions in the attached file. --file .ai-loop/runs/$run_id/nodes/fix/logs/controller.prompt.md " \
-	"opencode: the provider/model of the map"
+	"run --model=openai/gpt-5 " \
+	"opencode: the provider/model of the map, the prompt on stdin"
+expect_in "$(cat "$CALLS/1-opencode.stdin")" "Carry out the plan." "opencode reads the prompt on stdin"
 
 # --- models a runner cannot take: validate errors, run refused -----------
 R=$TEST_TMP/bad-models

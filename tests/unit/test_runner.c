@@ -259,8 +259,7 @@ Test(runner, aider_and_opencode_command_lines)
 		      "[--message-file] [/r/p.md]");
 	v.model = "anthropic/claude-sonnet-4-5";
 	assert_preset("opencode", &v,
-		      "[opencode] [run] [--model=anthropic/claude-sonnet-4-5] "
-		      "[Carry out the instructions in the attached file.] [--file] [/r/p.md]");
+		      "[opencode] [run] [--model=anthropic/claude-sonnet-4-5]");
 }
 
 Test(runner, tool_names_are_matched_without_their_patterns)
