@@ -16,6 +16,12 @@ n=$(ls "$CALLS" | grep -c "argv$")
 name=$(basename "$0")
 printf '%s\n' "$@" >"$CALLS/$n-$name.argv"
 cat >"$CALLS/$n-$name.stdin"
+# the prompt file named by aider's --message-file, as it is during the call
+prev=
+for a in "$@"; do
+	[ "$prev" = --message-file ] && cp "$a" "$CALLS/$n-$name.file"
+	prev=$a
+done
 case "$AILOOP_ROLE" in
 controller)
 	if grep -qx a todo.txt; then
@@ -137,6 +143,11 @@ expect_eq "$(argv_of 1-aider)" \
 	"--yes-always --no-auto-commits --no-gitignore --no-check-update --no-show-release-notes --no-pretty --no-stream --message-file .ai-loop/runs/$run_id/nodes/fix/logs/actuator.prompt.md " \
 	"aider: no .gitignore edits, no update checks or release notes"
 expect_not_in "$(argv_of 2-aider)" "--model" "no aider entry anywhere: aider's own model"
+expect_in "$(cat "$CALLS/1-aider.file" 2>/dev/null)" "Carry out the plan." \
+	"aider: the --message-file holds the prompt while aider runs"
+expect_in "$(cat "$CALLS/1-aider.file" 2>/dev/null)" "Write your output to: $PWD/.ai-loop/runs/$run_id/nodes/fix/actuator-output.md" \
+	"aider: the prompt file ends with ailoop's footer"
+expect_eq "$(cat "$CALLS/1-aider.stdin")" "" "aider is given nothing on stdin"
 run_preset opencode
 expect_eq "$(argv_of 0-opencode)" \
 	"run --model=openai/gpt-5 " \
