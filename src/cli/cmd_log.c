@@ -38,6 +38,8 @@ static void print_json(struct printer *p, const struct al_iteration *it)
 		      "label", it->label, "node_path", it->node_path, "level", it->level,
 		      "status", it->status, "target_met", it->target_met, "summary", it->summary,
 		      "action", it->action, "sensors", sensors, "time", (json_int_t)it->time);
+	if (it->cost)
+		json_object_set_new(o, "cost", json_string(it->cost));
 	if (it->merge) /* a parallel node's merge of a child, not an iteration */
 		json_object_update_new(o, json_pack("{s:s, s:s?}", "merge", it->merge,
 						    "merge_branch", it->merge_branch));

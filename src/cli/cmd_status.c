@@ -18,9 +18,17 @@
 #include <sys/stat.h>
 #include <time.h>
 
+/* What the run's agent calls cost, from its agent_usage events. */
+struct cost {
+	double usd;
+	long long input, output;
+	long calls, estimated, unknown;
+};
+
 /* What the run has used of its budgets, and the flow's limits (0: none, or unknown). */
 struct budget {
 	struct al_budget_use use;
+	struct cost cost;
 	int64_t seconds;
 	int max_calls, max_seconds, per_hour;
 };
@@ -47,6 +55,39 @@ static int64_t seconds_spent(const struct al_run_view *v)
 	return seconds;
 }
 
+/* The sum of the run's agent_usage events (the event log is a record: what it holds). */
+static void read_cost(struct cost *c, const char *dir)
+{
+	char *path = al_xprintf("%s/events.jsonl", dir);
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+
+	while (f && getline(&line, &cap, f) > 0) {
+		json_t *ev;
+		const char *kind;
+		double usd;
+
+		if (!strstr(line, "\"agent_usage\"") || !(ev = json_loads(line, 0, NULL)))
+			continue;
+		kind = json_string_value(json_object_get(ev, "cost"));
+		usd = json_number_value(json_object_get(ev, "cost_usd"));
+		c->calls++;
+		c->usd += usd >= 0 && usd < 1e9 ? usd : 0;
+		c->input += json_integer_value(json_object_get(ev, "input")) +
+			    json_integer_value(json_object_get(ev, "cache_read")) +
+			    json_integer_value(json_object_get(ev, "cache_write"));
+		c->output += json_integer_value(json_object_get(ev, "output"));
+		c->estimated += kind && !strcmp(kind, "estimated");
+		c->unknown += !kind || !strcmp(kind, "unknown");
+		json_decref(ev);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	free(path);
+}
+
 static void read_budget(struct budget *b, const struct al_run_view *v)
 {
 	const struct al_run_state *st = &v->st;
@@ -62,6 +103,7 @@ static void read_budget(struct budget *b, const struct al_run_view *v)
 	}
 	if (al_budget_read(dir, b->per_hour, &b->use) < 0)
 		memset(&b->use, 0, sizeof(b->use));
+	read_cost(&b->cost, dir);
 	b->seconds = seconds_spent(v);
 	al_flow_free(flow);
 	al_diags_release(&diags);
@@ -77,13 +119,18 @@ static json_t *budget_json(const struct budget *b)
 {
 	int64_t wait = b->use.wait_until ? b->use.wait_until - al_budget_now() : 0;
 
-	return json_pack("{s:I, s:o, s:I, s:o, s:I, s:o, s:I}", "agent_calls",
+	return json_pack("{s:I, s:o, s:I, s:o, s:I, s:o, s:I, s:o}", "agent_calls",
 			 (json_int_t)b->use.calls, "max_agent_calls", limit_json(b->max_calls),
 			 "wall_seconds", (json_int_t)b->seconds, "max_wall_seconds",
 			 limit_json(b->max_seconds), "agent_calls_last_hour",
 			 (json_int_t)b->use.calls_last_hour, "max_agent_calls_per_hour",
 			 limit_json(b->per_hour), "hourly_wait_seconds",
-			 (json_int_t)(wait > 0 ? wait : 0));
+			 (json_int_t)(wait > 0 ? wait : 0), "cost",
+			 json_pack("{s:f, s:I, s:I, s:I, s:I, s:I}", "usd", b->cost.usd, "input_tokens",
+				   (json_int_t)b->cost.input, "output_tokens",
+				   (json_int_t)b->cost.output, "calls", (json_int_t)b->cost.calls,
+				   "estimated", (json_int_t)b->cost.estimated, "unknown",
+				   (json_int_t)b->cost.unknown));
 }
 
 static void print_budget(const struct budget *b)
@@ -102,6 +149,15 @@ static void print_budget(const struct budget *b)
 	printf("\n");
 	if (wait > 0)
 		printf("  hourly limit: the next agent call waits %lld s\n", (long long)wait);
+	if (b->cost.calls) {
+		printf("  cost:         $%.4f (%lld tokens in, %lld out, over %ld calls", b->cost.usd,
+		       b->cost.input, b->cost.output, b->cost.calls);
+		if (b->cost.estimated)
+			printf("; %ld estimated at list prices", b->cost.estimated);
+		if (b->cost.unknown)
+			printf("; %ld of unknown cost", b->cost.unknown);
+		printf(")\n");
+	}
 }
 
 /* The feedback still open (feedback.h), for --json. */

@@ -175,11 +175,34 @@ static int keep_tasks(struct al_exec *ex)
 	return rc;
 }
 
+/* "1.2k", "3.4M": a count of tokens at a glance. */
+static void tokens(char *out, size_t size, long long n)
+{
+	if (n < 1000)
+		snprintf(out, size, "%lld", n);
+	else if (n < 1000000)
+		snprintf(out, size, "%.1fk", (double)n / 1e3);
+	else
+		snprintf(out, size, "%.1fM", (double)n / 1e6);
+}
+
+/* "$0.0312 (12.4k in, 1.1k out)", what the calls since the last commit cost */
+static const char *spend_line(const struct al_spend *s, char *out, size_t size)
+{
+	char in[32], o[32];
+
+	tokens(in, sizeof(in), s->input);
+	tokens(o, sizeof(o), s->output);
+	snprintf(out, size, "$%.4f (%s in, %s out)%s%s", s->usd, in, o,
+		 s->estimated ? ", estimated" : "", s->unknown ? ", some unknown" : "");
+	return out;
+}
+
 int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool may_exist)
 {
 	struct al_strbuf msg = AL_STRBUF_INIT;
 	struct al_commit_fields fields;
-	char oid[AL_OID_HEX];
+	char oid[AL_OID_HEX], cost[128];
 	bool first = false;
 	int rc = 0;
 
@@ -201,11 +224,14 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 	ex->start_unsaved = false;
 	fields = *f;
 	fields.run_start = first;
+	if (ex->spend.calls)
+		fields.cost = spend_line(&ex->spend, cost, sizeof(cost));
 	al_commit_message(&msg, &fields);
 	if (!ex->isolated && (rc = keep_tasks(ex)) < 0)
 		goto done;
 	rc = al_git_commit_all(ex->git, msg.buf, ex->isolated ? NULL : ex->run->dir, oid);
 	if (rc == 0) {
+		memset(&ex->spend, 0, sizeof(ex->spend)); /* in this commit's [cost] */
 		ex->commits++;
 		ex->run_committed = true;
 		/*

@@ -6,6 +6,7 @@
 #include "ailoop/git/git.h"
 #include "ailoop/model/md.h"
 #include "ailoop/model/output.h"
+#include "ailoop/model/price.h"
 #include "ailoop/store/run.h"
 #include "ailoop/model/runner.h"
 #include "ailoop/base/sha256.h"
@@ -106,6 +107,9 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	memset(call, 0, sizeof(*call));
 	call->ctx = c;
 	call->run = ex->run;
+	call->flow = ex->flow;
+	call->spend = &ex->spend;
+	call->usage = (struct al_usage)AL_USAGE_INIT;
 	al_strbuf_init(&call->prompt);
 	logs = al_xprintf("%s/logs", c->dir);
 	call->log_path = al_xprintf("%s/%s%s%s.log", logs, al_role_names[c->role],
@@ -159,6 +163,8 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 		};
 
 		call->argv = al_runner_argv(r, &vars);
+		call->stream = r->output;
+		call->model = vars.model;
 		if (r->prompt == AL_PROMPT_STDIN) {
 			call->spec.input = call->prompt.buf;
 			call->spec.input_len = call->prompt.len;
@@ -244,7 +250,8 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	if (al_call_is_agent(c)) {
 		char *what = call_name(c);
 
-		rc = stopped_waiting(call, al_budget_acquire(ex, what, c->deadline_ms));
+		if ((rc = al_budget_cost_check(ex, c->node, what)) == 0)
+			rc = stopped_waiting(call, al_budget_acquire(ex, what, c->deadline_ms));
 		free(what);
 	}
 done:
@@ -350,6 +357,55 @@ static bool output_stands(const char *path, size_t printed)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_size > 0 || !printed);
 }
 
+/*
+ * What the call's program printed, read (usage.h), and what it cost: the
+ * CLI's figure, else an estimate at the model's price, else unknown; an
+ * "agent_usage" event, and the sum for the next commit's [cost] line.
+ */
+static void count_usage(struct al_call *call)
+{
+	const struct al_call_ctx *c = call->ctx;
+	struct al_usage *u = &call->usage;
+	const struct al_price *p;
+	const char *kind = "unknown";
+	double usd = 0;
+
+	al_usage_read(u, call->stream, call->res.out.buf, call->res.out.len);
+	if (call->stream == AL_STREAM_TEXT)
+		return; /* a script or a CLI that prints text: nothing to count */
+	if (!u->model && call->model) /* codex names none: the one asked for */
+		u->model = al_strdup(call->model);
+	if (u->cost_reported) {
+		usd = u->cost_usd;
+		kind = "reported";
+	} else if (u->known && (p = al_price_find(call->flow ? call->flow->prices : NULL,
+						  call->flow ? call->flow->nprices : 0, u->model))) {
+		usd = al_price_cost(p, &u->tokens);
+		kind = "estimated";
+	}
+	if (call->run)
+		al_budget_cost_record(call->run, c->node->path, usd, u->tokens.input +
+				      u->tokens.cache_read + u->tokens.cache_write + u->tokens.output,
+				      kind);
+	if (call->spend) {
+		call->spend->calls++;
+		call->spend->usd += usd;
+		call->spend->input += u->tokens.input + u->tokens.cache_read + u->tokens.cache_write;
+		call->spend->output += u->tokens.output;
+		call->spend->estimated += !strcmp(kind, "estimated");
+		call->spend->unknown += !strcmp(kind, "unknown");
+	}
+	if (call->run)
+		al_run_event(call->run, "agent_usage",
+			     "{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:b, s:I, s:I, s:I, s:I, s:I, s:f, s:s}",
+			     "node", c->node->path, "label", c->label, "role", al_role_names[c->role],
+			     "name", c->name, "model", u->model, "session", u->session, "known",
+			     u->known, "input", (json_int_t)u->tokens.input, "output",
+			     (json_int_t)u->tokens.output, "cache_read", (json_int_t)u->tokens.cache_read,
+			     "cache_write", (json_int_t)u->tokens.cache_write, "reasoning",
+			     (json_int_t)u->tokens.reasoning, "cost_usd", usd, "cost", kind);
+}
+
 /* The key an agent of this role must give in its output's front matter, or NULL. */
 static const char *needed_key(const struct al_call_ctx *c)
 {
@@ -441,12 +497,13 @@ int al_call_finish(struct al_call *call)
 				 call->log_path);
 	if (r->interrupted)
 		return AL_EINTR;
+	count_usage(call);
 	if (al_dir_exists(c->output))
 		return al_err(AL_EAGENT, "%s '%s' left a directory at its output path '%s' "
 			      "(log: %s)", who, c->agent->path, c->output, call->log_path);
-	/* an agent that wrote no output (or an empty one) answered on stdout */
-	if (!c->keep_output && !output_stands(c->output, r->out.len) &&
-	    (rc = al_write_in_place(c->output, r->out.buf, r->out.len)) < 0)
+	/* an agent that wrote no output (or an empty one) answered in its final text */
+	if (!c->keep_output && !output_stands(c->output, call->usage.text.len) &&
+	    (rc = al_write_in_place(c->output, call->usage.text.buf, call->usage.text.len)) < 0)
 		return rc;
 	if (slurm_failed)
 		return al_err(AL_EAGENT, "%s '%s': Slurm ended its step again after one retry "
@@ -465,8 +522,9 @@ int al_call_finish(struct al_call *call)
 			      "\"%s\" (log: %s): once there is room, resume the run, and the step "
 			      "runs again", who, c->agent->path, r->exit_code, full, call->log_path);
 	if (r->exit_code)
-		return al_err(AL_EAGENT, "%s '%s' failed with exit status %d (log: %s)", who,
-			      c->agent->path, r->exit_code, call->log_path);
+		return al_err(AL_EAGENT, "%s '%s' failed with exit status %d%s%s (log: %s)", who,
+			      c->agent->path, r->exit_code, call->usage.error ? ": " : "",
+			      call->usage.error ? call->usage.error : "", call->log_path);
 	if ((rc = settle_output(call)) < 0)
 		return rc;
 	return remember_output(call);
@@ -482,6 +540,7 @@ void al_call_release(struct al_call *call)
 	free(call->prompt_path);
 	free(call->slurm_job_file);
 	free(call->format_why);
+	al_usage_release(&call->usage);
 	memset(call, 0, sizeof(*call));
 }
 

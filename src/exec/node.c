@@ -312,7 +312,7 @@ static struct al_commit_fields commit_fields(const struct al_node_run *nr, const
 {
 	struct al_commit_fields f = { nr->n->path, nr->st.label, nr->st.status, nr->st.target_met,
 				      sensors, nr->st.summary ? nr->st.summary : "-",
-				      nr->ex->run->st.run_id, false, NULL, NULL };
+				      nr->ex->run->st.run_id, false, NULL, NULL, NULL };
 
 	return f;
 }

@@ -88,9 +88,9 @@ static void check_prompt_not_in_shell(struct loader *l, const struct al_val *k,
 
 static void parse_runner(struct loader *l, const struct al_val *k, const struct al_val *v)
 {
-	static const char *const keys[] = { "command", "prompt", "install" };
+	static const char *const keys[] = { "command", "prompt", "install", "output" };
 	struct al_runner *r = al_runners_get(&l->flow->runners, k->str);
-	const struct al_val *command = NULL;
+	const struct al_val *command = NULL, *output = NULL;
 	int mode;
 
 	if (!al_id_valid(k->str))
@@ -125,10 +125,18 @@ static void parse_runner(struct loader *l, const struct al_val *k, const struct 
 				r->prompt = (enum al_prompt_mode)mode;
 		} else if (!strcmp(key->str, "install")) {
 			al_check_string(&l->c, val, "install", &r->install);
+		} else if (!strcmp(key->str, "output")) {
+			output = val;
+			if (al_check_enum(&l->c, val, "output", al_stream_names,
+					  AL_ARRAY_SIZE(al_stream_names), &mode))
+				r->output = (enum al_stream)mode;
 		} else {
 			al_check_unknown_key(&l->c, key, keys, AL_ARRAY_SIZE(keys), "runner");
 		}
 	}
+	/* a command of its own prints text unless the runner says otherwise */
+	if (command && !output)
+		r->output = AL_STREAM_TEXT;
 	if (!r->argv)
 		loader_error(l, k->pos, "runner '%s' needs a 'command'", k->str);
 	else if (command)
@@ -144,11 +152,84 @@ pcre2_code *al_rate_limit_default(void)
 			     PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &code, &off, NULL);
 }
 
-/* The circuit breakers' limits: raised to let a blocked run go on, as `limits:` are. */
+/* A price in dollars per million tokens: a number from 0 to 10,000. */
+static void read_price(struct loader *l, const struct al_val *v, const char *key, double *out)
+{
+	char *end = NULL;
+	double d = v->kind == AL_VAL_SCALAR ? strtod(v->str, &end) : -1;
+
+	if (v->kind != AL_VAL_SCALAR || end == v->str || *end || !(d >= 0 && d <= 10000))
+		loader_error(l, v->pos, "'%s' must be dollars per million tokens (a number from 0 "
+			     "to 10000), not '%s'", key, v->kind == AL_VAL_SCALAR ? v->str
+									 : al_val_describe(v));
+	else
+		*out = d;
+}
+
+/* prices: {MODEL: {input: $, output: $, cache_read: $, cache_write: $}} per million tokens */
+static void parse_prices(struct loader *l, const struct al_val *v)
+{
+	static const char *const keys[] = { "input", "output", "cache_read", "cache_write" };
+	struct al_flow *f = l->flow;
+
+	if (!al_check_kind(&l->c, v, AL_VAL_MAP, "prices"))
+		return;
+	f->prices = al_calloc(v->n + 1, sizeof(*f->prices));
+	for (size_t i = 0; i < v->n; i++) {
+		const struct al_val *m = AL_VAL_VALUE(v, i);
+		struct al_price *p = &f->prices[f->nprices++];
+
+		p->model = AL_VAL_KEY(v, i)->str;
+		if (!al_check_kind(&l->c, m, AL_VAL_MAP, p->model))
+			continue;
+		for (size_t j = 0; j < m->n; j++) {
+			const struct al_val *k = AL_VAL_KEY(m, j), *val = AL_VAL_VALUE(m, j);
+			double *at = !strcmp(k->str, "input") ? &p->input
+				     : !strcmp(k->str, "output") ? &p->output
+				     : !strcmp(k->str, "cache_read") ? &p->cache_read
+				     : !strcmp(k->str, "cache_write") ? &p->cache_write : NULL;
+
+			if (at)
+				read_price(l, val, k->str, at);
+			else
+				al_check_unknown_key(&l->c, k, keys, AL_ARRAY_SIZE(keys), "prices");
+		}
+	}
+}
+
+/*
+ * The limits a node's termination may raise to let a blocked run go on,
+ * as `limits:` are: the circuit breakers' and the cost budgets.
+ */
 static bool breaker_limit(const struct al_val *key)
 {
 	return key->kind == AL_VAL_SCALAR &&
-	       (!strcmp(key->str, "no_progress_limit") || !strcmp(key->str, "same_error_limit"));
+	       (!strcmp(key->str, "no_progress_limit") || !strcmp(key->str, "same_error_limit") ||
+		!strcmp(key->str, "max_cost_usd") || !strcmp(key->str, "max_tokens"));
+}
+
+void loader_read_money(struct loader *l, const struct al_val *v, const char *key, double *out)
+{
+	char *end = NULL;
+	double d = v->kind == AL_VAL_SCALAR ? strtod(v->str, &end) : -1;
+
+	if (v->kind != AL_VAL_SCALAR || end == v->str || *end || !(d >= 0 && d <= 1e9))
+		loader_error(l, v->pos, "'%s' must be a number of dollars from 0 to 1e9, not '%s'", key,
+			     v->kind == AL_VAL_SCALAR ? v->str : al_val_describe(v));
+	else
+		*out = d;
+}
+
+void loader_read_tokens(struct loader *l, const struct al_val *v, const char *key,
+			long long *out)
+{
+	long long n;
+
+	if (!al_val_int(v, &n) || n < 0 || n > 1000000000000000LL)
+		loader_error(l, v->pos, "'%s' must be a whole number of tokens from 0 to 1e15, not "
+			     "'%s'", key, v->kind == AL_VAL_SCALAR ? v->str : al_val_describe(v));
+	else
+		*out = n;
 }
 
 static void parse_section(struct loader *l, const struct al_val *k, const struct al_val *v)
@@ -182,11 +263,21 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 		} else if (!strcmp(name, "limits")) {
 			static const char *const keys[] = {
 				"max_agent_calls_per_hour", "max_agent_calls", "max_wall_seconds",
+				"max_cost_usd", "max_tokens", "unknown_cost",
 				"rate_limit_pattern", "rate_limit_backoff_seconds",
 			};
 
 			if (!strcmp(s, "max_agent_calls_per_hour")) {
 				al_check_int(&l->c, val, s, 0, 1000000, &f->max_agent_calls_per_hour);
+			} else if (!strcmp(s, "max_cost_usd")) {
+				loader_read_money(l, val, s, &f->max_cost_usd);
+			} else if (!strcmp(s, "max_tokens")) {
+				loader_read_tokens(l, val, s, &f->max_tokens);
+			} else if (!strcmp(s, "unknown_cost")) {
+				static const char *const ways[] = { "count", "block" };
+
+				if (al_check_enum(&l->c, val, s, ways, 2, &e))
+					f->unknown_cost_blocks = e == 1;
 			} else if (!strcmp(s, "max_agent_calls")) {
 				al_check_int(&l->c, val, s, 0, 100000000, &f->max_agent_calls);
 			} else if (!strcmp(s, "max_wall_seconds")) {
@@ -305,7 +396,7 @@ const char *al_flow_sha256_except_limits(struct al_flow *f)
 }
 
 static const char *const top_keys[] = {
-	"version", "defaults", "runners", "models", "limits", "flow", "root_node",
+	"version", "defaults", "runners", "models", "limits", "prices", "flow", "root_node",
 	"workflow_name", "workflow_type", "description",
 };
 
@@ -504,6 +595,8 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 		if (!strcmp(k->str, "defaults") || !strcmp(k->str, "runners") ||
 		    !strcmp(k->str, "models") || !strcmp(k->str, "limits")) {
 			parse_section(&l, k, v);
+		} else if (!strcmp(k->str, "prices")) {
+			parse_prices(&l, v);
 		} else if (!strcmp(k->str, "version")) {
 			if (v->kind != AL_VAL_SCALAR || al_val_is_null(v))
 				loader_error(&l, v->pos, "'version' must be 1, not %s", al_val_describe(v));
@@ -561,6 +654,7 @@ void al_flow_free(struct al_flow *f)
 	al_agents_release(&f->agents);
 	al_runners_release(&f->runners);
 	free(f->converge_models);
+	free(f->prices);
 	al_doc_free(f->doc);
 	pcre2_code_free(f->rate_limit_re);
 	for (size_t i = 0; i < f->nowned; i++)

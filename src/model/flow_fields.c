@@ -299,9 +299,13 @@ static void parse_actuator(struct loader *l, struct al_node *n, const struct al_
 static void parse_termination(struct loader *l, struct al_node *n, const struct al_val *v,
 			      const struct al_val **max_it, const struct al_val **timeout)
 {
-	/* only loops take the keys after timeout_seconds, the exit gate only the sensor form */
-	static const char *const keys[] = { "timeout_seconds", "max_iterations",
-					    "no_progress_limit", "same_error_limit", "exit_gate" };
+	/*
+	 * every node takes the first three (a budget covers the subtree), only
+	 * loops the others, the exit gate only the sensor form
+	 */
+	static const char *const keys[] = { "timeout_seconds", "max_cost_usd", "max_tokens",
+					    "max_iterations", "no_progress_limit",
+					    "same_error_limit", "exit_gate" };
 	static const char *const gates[] = { "controller", "dual" };
 	bool loop = n->type == AL_NODE_LOOP;
 	int e;
@@ -312,7 +316,7 @@ static void parse_termination(struct loader *l, struct al_node *n, const struct 
 		const struct al_val *k = AL_VAL_KEY(v, i), *val = AL_VAL_VALUE(v, i);
 		bool loop_key = false;
 
-		for (size_t j = 1; j < AL_ARRAY_SIZE(keys); j++)
+		for (size_t j = 3; j < AL_ARRAY_SIZE(keys); j++)
 			loop_key |= !strcmp(k->str, keys[j]);
 		if (loop_key && !loop) {
 			loader_error(l, k->pos, "'%s' is for loop nodes only (this is a %s node)",
@@ -321,6 +325,10 @@ static void parse_termination(struct loader *l, struct al_node *n, const struct 
 			*max_it = val;
 		} else if (!strcmp(k->str, "timeout_seconds")) {
 			*timeout = val;
+		} else if (!strcmp(k->str, "max_cost_usd")) {
+			loader_read_money(l, val, k->str, &n->max_cost_usd);
+		} else if (!strcmp(k->str, "max_tokens")) {
+			loader_read_tokens(l, val, k->str, &n->max_tokens);
 		} else if (!strcmp(k->str, "no_progress_limit")) {
 			al_check_int(&l->c, val, k->str, 0, 100000, &n->no_progress_limit);
 		} else if (!strcmp(k->str, "same_error_limit")) {
@@ -332,7 +340,7 @@ static void parse_termination(struct loader *l, struct al_node *n, const struct 
 			else if (al_check_enum(&l->c, val, k->str, gates, 2, &e))
 				n->exit_gate_dual = e == 1;
 		} else {
-			al_check_unknown_key(&l->c, k, keys, loop ? AL_ARRAY_SIZE(keys) : 1,
+			al_check_unknown_key(&l->c, k, keys, loop ? AL_ARRAY_SIZE(keys) : 3,
 					     "termination");
 		}
 	}

@@ -6,6 +6,16 @@
 #include <string.h>
 
 const char *const al_prompt_mode_names[3] = { "stdin", "arg", "file" };
+const char *const al_stream_names[5] = { "text", "claude-json", "codex-json", "gemini-json",
+					 "opencode-json" };
+
+int al_stream_find(const char *name)
+{
+	for (int i = 0; i < (int)AL_ARRAY_SIZE(al_stream_names); i++)
+		if (!strcmp(name, al_stream_names[i]))
+			return i;
+	return -1;
+}
 
 /*
  * Flags checked against each CLI's --help: claude 2.1, codex exec 0.171,
@@ -17,15 +27,15 @@ static const char *const claude_argv[] = {
 	"claude", "-p", "--model={model}", "--permission-mode", "acceptEdits",
 	"--tools={tool-names}", "--allowedTools={tools}",
 	"--disallowedTools={disallowed-tools}", "--no-session-persistence",
-	"--output-format", "text", NULL,
+	"--output-format", "stream-json", "--verbose", NULL,
 };
 static const char *const codex_argv[] = {
 	"codex", "exec", "--model={model}", "--sandbox", "workspace-write", "--ephemeral",
-	"--skip-git-repo-check", "--color", "never", "-", NULL,
+	"--skip-git-repo-check", "--color", "never", "--json", "-", NULL,
 };
 static const char *const gemini_argv[] = {
 	"gemini", "--model={model}", "--approval-mode", "{approval-mode}", "--skip-trust",
-	"--output-format", "text", "--prompt", "Carry out the instructions given above.", NULL,
+	"--output-format", "json", "--prompt", "Carry out the instructions given above.", NULL,
 };
 static const char *const aider_argv[] = {
 	"aider", "--model={model}", "--yes-always", "--no-auto-commits", "--no-gitignore",
@@ -38,20 +48,20 @@ static const char *const aider_argv[] = {
  * characters a line.
  */
 static const char *const opencode_argv[] = {
-	"opencode", "run", "--model={model}", NULL,
+	"opencode", "run", "--model={model}", "--format", "json", NULL,
 };
 
 static const struct al_runner builtins[] = {
 	{ "claude", claude_argv, AL_PROMPT_STDIN, "npm install -g @anthropic-ai/claude-code",
-	  { NULL, 0, 0 }, false, AL_MODELS_CLAUDE },
+	  { NULL, 0, 0 }, false, AL_MODELS_CLAUDE, AL_STREAM_CLAUDE },
 	{ "codex", codex_argv, AL_PROMPT_STDIN, "npm install -g @openai/codex",
-	  { NULL, 0, 0 }, false, AL_MODELS_OPENAI },
+	  { NULL, 0, 0 }, false, AL_MODELS_OPENAI, AL_STREAM_CODEX },
 	{ "gemini", gemini_argv, AL_PROMPT_STDIN, "npm install -g @google/gemini-cli",
-	  { NULL, 0, 0 }, false, AL_MODELS_GEMINI },
+	  { NULL, 0, 0 }, false, AL_MODELS_GEMINI, AL_STREAM_GEMINI },
 	{ "aider", aider_argv, AL_PROMPT_FILE, "python3 -m pip install aider-install && aider-install",
-	  { NULL, 0, 0 }, false, AL_MODELS_ANY },
+	  { NULL, 0, 0 }, false, AL_MODELS_ANY, AL_STREAM_TEXT },
 	{ "opencode", opencode_argv, AL_PROMPT_STDIN, "npm install -g opencode-ai",
-	  { NULL, 0, 0 }, false, AL_MODELS_PROVIDER },
+	  { NULL, 0, 0 }, false, AL_MODELS_PROVIDER, AL_STREAM_OPENCODE },
 };
 
 void al_runners_init(struct al_runners *rs)

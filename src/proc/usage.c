@@ -6,20 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const al_stream_names[5] = { "text", "claude-json", "codex-json", "gemini-json",
-					 "opencode-json" };
-
 /* No call has counted more: a larger figure is a stream's garbage, not a count. */
 #define MAX_COUNT 1000000000000000LL
 #define MAX_COST 1e9
-
-int al_stream_find(const char *name)
-{
-	for (int i = 0; i < (int)AL_ARRAY_SIZE(al_stream_names); i++)
-		if (!strcmp(name, al_stream_names[i]))
-			return i;
-	return -1;
-}
 
 /* A count at `key` of `o`, 0 when it is none (absent, negative, absurd). */
 static long long count(const json_t *o, const char *key)

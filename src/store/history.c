@@ -92,6 +92,8 @@ void al_commit_message(struct al_strbuf *out, const struct al_commit_fields *f)
 		al_strbuf_addf(out, "[run] %s\n", f->run_id);
 	if (f->run_start)
 		al_strbuf_adds(out, "[run-start] true\n");
+	if (f->cost)
+		al_strbuf_addf(out, "[cost] %s\n", f->cost);
 	if (f->merge)
 		al_strbuf_addf(out, "[merge] %s\n[merge-branch] %s\n", f->merge,
 			       f->merge_branch ? f->merge_branch : "-");
@@ -170,6 +172,9 @@ bool al_iteration_parse(struct al_iteration *it, const char *message)
 		} else if (!strcmp(key, "merge") && !it->merge) {
 			it->merge = value;
 			value = NULL;
+		} else if (!strcmp(key, "cost") && !it->cost) {
+			it->cost = value;
+			value = NULL;
 		} else if (!strcmp(key, "merge-branch") && !it->merge_branch) {
 			it->merge_branch = value;
 			value = NULL;
@@ -196,6 +201,7 @@ void al_iteration_release(struct al_iteration *it)
 		free(it->sensors[i].detail);
 	}
 	free(it->sensors);
+	free(it->cost);
 	free(it->display);
 	free(it->label);
 	free(it->summary);

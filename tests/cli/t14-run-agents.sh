@@ -73,7 +73,7 @@ expect_eq "$(git branch --list 'ai-loop/*')" "" "nothing started: no branch"
 # the plan, without running anything
 run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run --dry-run "remove a"
 expect_rc 0 "dry run"
-expect_in "$out" "claude -p --model=opus --permission-mode acceptEdits --tools=Read,Write --allowedTools=Read,Write --no-session-persistence --output-format text < <prompt>" \
+expect_in "$out" "claude -p --model=opus --permission-mode acceptEdits --tools=Read,Write --allowedTools=Read,Write --no-session-persistence --output-format stream-json --verbose < <prompt>" \
 	"dry run shows the controller's command line"
 expect_in "$out" "--disallowedTools=Bash" "dry run shows disallowed tools"
 expect_in "$out" "sh .ai-loop/agents/sensor.sh" "dry run shows the sensor command"
@@ -88,7 +88,7 @@ expect_eq "$(printf '%s' "$out" | jq -r '.root.agents[] | "\(.role) \(.file)"' |
 	"sensor .ai-loop/agents/sensor.md,controller .ai-loop/agents/llm-controller.md,actuator .ai-loop/agents/llm-actuator.md," \
 	"every agent of the plan, with its role"
 expect_eq "$(printf '%s' "$out" | jq -r '.root.agents[1].argv | join(" ")')" \
-	"claude -p --model=opus --permission-mode acceptEdits --tools=Read,Write --allowedTools=Read,Write --no-session-persistence --output-format text < <prompt>" \
+	"claude -p --model=opus --permission-mode acceptEdits --tools=Read,Write --allowedTools=Read,Write --no-session-persistence --output-format stream-json --verbose < <prompt>" \
 	"the controller's command line as an array"
 [ ! -d .ai-loop/runs ] && pass || fail "dry run --json started nothing"
 run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run --dry-run --json "$(printf 'remove \377 a')"
@@ -98,10 +98,10 @@ expect_eq "$(printf '%s' "$out" | jq -r .task)" "remove � a" "the byte is show
 run env PATH="$TEST_TMP/bin:$PATH" "$AILOOP" run "remove a"
 expect_rc 0 "run through the claude runner"
 expect_eq "$(cat "$CALLS/0.argv" | tr '\n' ' ')" \
-	"-p --model=opus --permission-mode acceptEdits --tools=Read,Write --allowedTools=Read,Write --no-session-persistence --output-format text " \
+	"-p --model=opus --permission-mode acceptEdits --tools=Read,Write --allowedTools=Read,Write --no-session-persistence --output-format stream-json --verbose " \
 	"controller argv (claude preset, model and tools from the agent file)"
 expect_eq "$(cat "$CALLS/1.argv" | tr '\n' ' ')" \
-	"-p --permission-mode acceptEdits --tools=Read,Edit --allowedTools=Read,Edit --disallowedTools=Bash --no-session-persistence --output-format text " \
+	"-p --permission-mode acceptEdits --tools=Read,Edit --allowedTools=Read,Edit --disallowedTools=Bash --no-session-persistence --output-format stream-json --verbose " \
 	"actuator argv (no model: no --model)"
 # the second decision sees every sensor pass: it converges on models.converge
 expect_in "$(cat "$CALLS/2.argv" | tr '\n' ' ')" "--model=haiku" "converging controller uses haiku"

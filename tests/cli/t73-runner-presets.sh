@@ -91,10 +91,10 @@ argv_of() { tr '\n' ' ' <"$CALLS/$1.argv"; }
 # --- claude: --tools restricts, the patterns are pre-approved ------------
 run_preset claude
 expect_eq "$(argv_of 0-claude)" \
-	"-p --model=sonnet --permission-mode acceptEdits --tools=Read,Write --allowedTools=Read,Write --no-session-persistence --output-format text " \
+	"-p --model=sonnet --permission-mode acceptEdits --tools=Read,Write --allowedTools=Read,Write --no-session-persistence --output-format stream-json --verbose " \
 	"claude controller: its model, tools offered and approved"
 expect_eq "$(argv_of 1-claude)" \
-	"-p --permission-mode acceptEdits --tools=Read,Edit,Bash --allowedTools=Read,Edit,Bash(git diff:*),Bash(make, test) --disallowedTools=Bash(rm *) --no-session-persistence --output-format text " \
+	"-p --permission-mode acceptEdits --tools=Read,Edit,Bash --allowedTools=Read,Edit,Bash(git diff:*),Bash(make, test) --disallowedTools=Bash(rm *) --no-session-persistence --output-format stream-json --verbose " \
 	"claude actuator: --tools takes bare names once, --allowedTools the patterns"
 expect_in "$(argv_of 2-claude)" "-p --model=haiku " \
 	"the converging claude controller gets the claude entry of models.converge"
@@ -110,10 +110,10 @@ expect_in "$(cat "$CALLS/0-claude.stdin")" "Write your output to: $nodes/control
 # --- codex: its own model from the map, no tools ------------------------
 run_preset codex
 expect_eq "$(argv_of 0-codex)" \
-	"exec --model=gpt-5 --sandbox workspace-write --ephemeral --skip-git-repo-check --color never - " \
+	"exec --model=gpt-5 --sandbox workspace-write --ephemeral --skip-git-repo-check --color never --json - " \
 	"codex controller: the codex entry of the model map"
 expect_eq "$(argv_of 1-codex)" \
-	"exec --sandbox workspace-write --ephemeral --skip-git-repo-check --color never - " \
+	"exec --sandbox workspace-write --ephemeral --skip-git-repo-check --color never --json - " \
 	"codex actuator: no model, no tool flags"
 expect_in "$(argv_of 2-codex)" "exec --model=gpt-5-mini " \
 	"the converging codex controller gets the codex entry of models.converge"
@@ -130,10 +130,10 @@ expect_in "$out" ".ai-loop/flow.yaml: ok:" "validate still says ok"
 # --- gemini: the shell for the actuator whose tools include Bash ----------
 run_preset gemini
 expect_eq "$(argv_of 0-gemini)" \
-	"--approval-mode auto_edit --skip-trust --output-format text --prompt Carry out the instructions given above. " \
+	"--approval-mode auto_edit --skip-trust --output-format json --prompt Carry out the instructions given above. " \
 	"gemini controller: no gemini model in the map, edits only"
 expect_eq "$(argv_of 1-gemini)" \
-	"--approval-mode yolo --skip-trust --output-format text --prompt Carry out the instructions given above. " \
+	"--approval-mode yolo --skip-trust --output-format json --prompt Carry out the instructions given above. " \
 	"gemini actuator that may run Bash: every tool approved"
 expect_in "$(cat "$CALLS/1-gemini.stdin")" "Carry out the plan." "gemini reads the prompt on stdin"
 
@@ -150,7 +150,7 @@ expect_in "$(cat "$CALLS/1-aider.file" 2>/dev/null)" "Write your output to: $PWD
 expect_eq "$(cat "$CALLS/1-aider.stdin")" "" "aider is given nothing on stdin"
 run_preset opencode
 expect_eq "$(argv_of 0-opencode)" \
-	"run --model=openai/gpt-5 " \
+	"run --model=openai/gpt-5 --format json " \
 	"opencode: the provider/model of the map, the prompt on stdin"
 expect_in "$(cat "$CALLS/1-opencode.stdin")" "Carry out the plan." "opencode reads the prompt on stdin"
 

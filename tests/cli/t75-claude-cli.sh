@@ -212,6 +212,18 @@ expect_eq "$(q '[.[] | select(.output_existed == true) | "\(.label) \(.role)"] |
 	"no agent found its output file there as it started: ailoop removed it, not emptied it"
 expect_eq "$(q '[.[] | select(.output_existed == false)] | length')" 11 "checked at each of the 11 calls"
 
+# --- usage and cost, as the CLI reported them --------------------------------
+ev() { jq -rs "$1" .ai-loop/runs/run_*/events.jsonl; }
+expect_eq "$(ev '[.[] | select(.event == "agent_usage")] | length')" 11 "an agent_usage event per call"
+expect_eq "$(ev '[.[] | select(.event == "agent_usage") | "\(.known) \(.cost)"] | unique | join(",")')" \
+	"true reported" "each read to its end, with the cost the CLI reported"
+expect_eq "$(ev '[.[] | select(.event == "agent_usage") | .output] | add')" \
+	"$(q '[.[] | select(.role != null)] | length * 20')" \
+	"the output tokens are those the API sent (20 a request)"
+expect_eq "$(ev '[.[] | select(.event == "agent_usage") | .session] | map(select(. != null)) | length')" 11 \
+	"each call's session id"
+expect_in "$(git log --format=%B -1 --grep='^\[iteration\] 1.1$')" "[cost] \$0." "the iteration's commit says what it cost"
+
 # --- every agent was a real claude -p process ------------------------------
 expect_eq "$(q '[.[] | select(.role != null and .step == 0) | "\(.label) \(.role)\(if .name then " " + .name else "" end)"] | join(", ")')" \
 	"0 sensor review, 1 controller, 1.1 controller, 1.1 actuator, 1.1 sensor check, 1.2 controller, \

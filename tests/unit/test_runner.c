@@ -183,11 +183,11 @@ Test(runner, claude_gets_its_tools_and_the_prompt_on_stdin)
 		      "[claude] [-p] [--model=opus] [--permission-mode] [acceptEdits] "
 		      "[--tools=Read,Edit] [--allowedTools=Read,Edit] "
 		      "[--disallowedTools=Bash(rm:*)] [--no-session-persistence] "
-		      "[--output-format] [text]");
+		      "[--output-format] [stream-json] [--verbose]");
 	v = (struct al_runner_vars){ 0 };
 	assert_preset("claude", &v,
 		      "[claude] [-p] [--permission-mode] [acceptEdits] [--no-session-persistence] "
-		      "[--output-format] [text]");
+		      "[--output-format] [stream-json] [--verbose]");
 	al_runners_init(&rs);
 	cr_assert_eq(al_runners_find(&rs, "claude")->prompt, AL_PROMPT_STDIN);
 	al_runners_release(&rs);
@@ -201,7 +201,7 @@ Test(runner, claude_offers_only_the_tools_and_approves_their_patterns)
 	assert_preset("claude", &v,
 		      "[claude] [-p] [--permission-mode] [acceptEdits] [--tools=Read,Bash,Grep] "
 		      "[--allowedTools=Read,Bash(git *),Bash(ls:*, pwd),Grep] "
-		      "[--no-session-persistence] [--output-format] [text]");
+		      "[--no-session-persistence] [--output-format] [stream-json] [--verbose]");
 }
 
 Test(runner, claude_with_an_empty_tools_list_gets_no_tools)
@@ -210,7 +210,7 @@ Test(runner, claude_with_an_empty_tools_list_gets_no_tools)
 
 	assert_preset("claude", &v,
 		      "[claude] [-p] [--permission-mode] [acceptEdits] [--tools=] "
-		      "[--no-session-persistence] [--output-format] [text]");
+		      "[--no-session-persistence] [--output-format] [stream-json] [--verbose]");
 }
 
 Test(runner, codex_runs_ephemeral_and_takes_no_tools)
@@ -220,13 +220,13 @@ Test(runner, codex_runs_ephemeral_and_takes_no_tools)
 
 	assert_preset("codex", &v,
 		      "[codex] [exec] [--model=gpt-5] [--sandbox] [workspace-write] [--ephemeral] "
-		      "[--skip-git-repo-check] [--color] [never] [-]");
+		      "[--skip-git-repo-check] [--color] [never] [--json] [-]");
 }
 
 Test(runner, gemini_gets_the_shell_only_where_commands_may_run)
 {
 	struct al_runner_vars v = { .model = "gemini-2.5-pro", .commands = true };
-	const char *tail = "[--skip-trust] [--output-format] [text] [--prompt] "
+	const char *tail = "[--skip-trust] [--output-format] [json] [--prompt] "
 			   "[Carry out the instructions given above.]";
 	char *want;
 
@@ -259,7 +259,7 @@ Test(runner, aider_and_opencode_command_lines)
 		      "[--message-file] [/r/p.md]");
 	v.model = "anthropic/claude-sonnet-4-5";
 	assert_preset("opencode", &v,
-		      "[opencode] [run] [--model=anthropic/claude-sonnet-4-5]");
+		      "[opencode] [run] [--model=anthropic/claude-sonnet-4-5] [--format] [json]");
 }
 
 Test(runner, tool_names_are_matched_without_their_patterns)

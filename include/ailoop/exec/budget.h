@@ -52,6 +52,25 @@
  */
 int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms);
 
+/*
+ * Cost budgets (budget_cost.c): limits.max_cost_usd and max_tokens for the
+ * run, termination.max_cost_usd and max_tokens for a node's subtree. Each
+ * agent call's cost is a line of AL_COST_FILE (its node, dollars, tokens,
+ * and whether the cost was reported, estimated or unknown), so that a
+ * resume and a parallel node's children count every call. Estimated costs
+ * count; unknown ones are named, and block the run with
+ * limits.unknown_cost: block.
+ */
+#define AL_COST_FILE AL_RUN_AGENTS_DIR "/agent-costs"
+
+void al_budget_cost_record(struct al_run *run, const char *node_path, double usd,
+			   long long tokens, const char *kind);
+/*
+ * Before an agent call of `node` starts: AL_EBLOCKED (naming the limit and
+ * how to go on) if the run's or an enclosing node's budget is spent.
+ */
+int al_budget_cost_check(struct al_exec *ex, const struct al_node *node, const char *what);
+
 /* Whether an agent's failure `r` is a rate limit (by the flow's pattern). */
 bool al_rate_limited(const struct al_flow *flow, const struct al_proc_result *r);
 

@@ -75,6 +75,13 @@ struct al_frame {
 	struct al_node_run *nr;
 };
 
+/* What agent calls cost since the last commit: its [cost] line (history.h). */
+struct al_spend {
+	double usd;          /* reported and estimated */
+	long long input, output; /* tokens, cache reads and writes in input */
+	int calls, estimated, unknown;
+};
+
 struct al_exec {
 	struct al_flow *flow;
 	struct al_git *git;
@@ -107,6 +114,7 @@ struct al_exec {
 	const char *commits_since;
 	bool outer_break; /* break_loop ran for a loop of the parent process's */
 	bool isolated;    /* in a parallel child's worktree: commits leave the run's files out */
+	struct al_spend spend; /* since this process's last commit */
 };
 
 /* Runs (or continues) the run's root node; sets the run's final status. */

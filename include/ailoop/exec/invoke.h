@@ -4,6 +4,7 @@
 #include "ailoop/model/agent.h"
 #include "ailoop/exec/exec.h"
 #include "ailoop/proc/proc.h"
+#include "ailoop/proc/usage.h"
 
 /*
  * One agent at work: its prompt (the agent file's body with placeholders
@@ -50,6 +51,11 @@ struct al_call {
 	struct al_run *run;       /* where the "agent" event goes (its wall time); may be NULL */
 	char *slurm_job_file;     /* executor slurm: where its step writes its job id; else NULL */
 	char *format_why;         /* what made its output unreadable (AL_EFORMAT), or NULL */
+	enum al_stream stream;    /* what its program prints */
+	struct al_usage usage;    /* what it printed, read (al_call_finish) */
+	const struct al_flow *flow; /* its prices */
+	const char *model;        /* the model asked for, or NULL: the CLI's own */
+	struct al_spend *spend;   /* where its cost is added; may be NULL */
 };
 
 /*

@@ -4,6 +4,7 @@
 #include "ailoop/model/agent.h"
 #include "ailoop/model/condition.h"
 #include "ailoop/base/diag.h"
+#include "ailoop/model/price.h"
 #include "ailoop/model/runner.h"
 #include "ailoop/model/executor.h"
 
@@ -74,6 +75,8 @@ struct al_node {
 
 	/* every type: 0 = no deadline */
 	int timeout_seconds;
+	double max_cost_usd;    /* termination: what its subtree's calls may cost; 0 = no limit */
+	long long max_tokens;   /* and how many tokens they may use */
 	/* every type: `executor` and `slurm`, as given here or inherited (slurm.h) */
 	struct al_slurm slurm;
 
@@ -148,6 +151,11 @@ struct al_flow {
 	int no_progress_limit; /* defaults.termination: each loop's unless it says otherwise */
 	int same_error_limit;
 	bool breaker_limits_given; /* defaults.termination names either limit */
+	double max_cost_usd;       /* limits: what the run's calls may cost; 0 = no limit */
+	long long max_tokens;
+	bool unknown_cost_blocks;  /* limits.unknown_cost: block */
+	struct al_price *prices; /* prices: per model, over the built-in table (price.h) */
+	size_t nprices;
 	const char *converge_model; /* for every runner, NULL if none or per runner */
 	struct al_agent_model *converge_models; /* models.converge as a map by runner */
 	size_t nconverge_models;

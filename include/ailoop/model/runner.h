@@ -21,6 +21,16 @@
  */
 enum al_prompt_mode { AL_PROMPT_STDIN, AL_PROMPT_ARG, AL_PROMPT_FILE };
 
+/* What a runner's program prints: text, or one of the CLIs' JSON (usage.h reads it). */
+enum al_stream { AL_STREAM_TEXT, AL_STREAM_CLAUDE, AL_STREAM_CODEX, AL_STREAM_GEMINI,
+		 AL_STREAM_OPENCODE };
+
+/* "text", "claude-json", "codex-json", "gemini-json", "opencode-json" */
+extern const char *const al_stream_names[5];
+
+/* The stream format named `name`; -1 if none is. */
+int al_stream_find(const char *name);
+
 /* Which models a runner's program takes; ANY for runners a flow defines. */
 enum al_models {
 	AL_MODELS_ANY,
@@ -38,6 +48,7 @@ struct al_runner {
 	struct al_pos pos;   /* where the flow defines it; file NULL if built in */
 	bool owns_argv;
 	enum al_models models;
+	enum al_stream output; /* what its program prints (usage.h): text unless a preset's */
 };
 
 struct al_runners {

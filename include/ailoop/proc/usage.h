@@ -2,6 +2,8 @@
 #define AILOOP_USAGE_H
 
 #include "ailoop/base/strbuf.h"
+#include "ailoop/model/price.h"
+#include "ailoop/model/runner.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,20 +24,6 @@
  * A stream cut short, malformed or of another version gives what it can:
  * the text read so far (the raw output when none could be), usage unknown.
  */
-enum al_stream { AL_STREAM_TEXT, AL_STREAM_CLAUDE, AL_STREAM_CODEX, AL_STREAM_GEMINI,
-		 AL_STREAM_OPENCODE };
-
-/* "text", "claude-json", "codex-json", "gemini-json", "opencode-json" */
-extern const char *const al_stream_names[5];
-
-struct al_tokens {
-	long long input;       /* not read from a cache */
-	long long output;
-	long long cache_read;
-	long long cache_write;
-	long long reasoning;   /* of the output, where the CLI counts it apart */
-};
-
 enum al_rate_notice { AL_RATE_NONE, AL_RATE_WARNING, AL_RATE_REJECTED };
 
 struct al_usage {
@@ -54,11 +42,8 @@ struct al_usage {
 #define AL_USAGE_INIT { false, AL_STRBUF_INIT, NULL, NULL, { 0, 0, 0, 0, 0 }, false, 0, NULL, \
 			AL_RATE_NONE, 0 }
 
-/* Reads `out`, what a CLI printed in `format`, into `u` (AL_USAGE_INIT). */
+/* Reads `out`, what a CLI printed in `format` (runner.h), into `u` (AL_USAGE_INIT). */
 void al_usage_read(struct al_usage *u, enum al_stream format, const char *out, size_t len);
 void al_usage_release(struct al_usage *u);
-
-/* The stream format named `name`; -1 if none is. */
-int al_stream_find(const char *name);
 
 #endif

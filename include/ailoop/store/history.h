@@ -34,6 +34,7 @@ struct al_iteration {
 	bool run_start;
 	char *merge;        /* a merge commit: the child merged ([merge]); NULL for an iteration */
 	char *merge_branch; /* and its branch ([merge-branch]) */
+	char *cost;         /* what its agent calls cost ([cost]), or NULL */
 	struct al_sensor_status *sensors;
 	size_t nsensors;
 };
@@ -56,6 +57,7 @@ struct al_commit_fields {
 	 */
 	const char *merge;
 	const char *merge_branch;
+	const char *cost;   /* [cost]: "$0.0312 (12.4k in, 1.1k out)"; NULL: no agent call */
 };
 
 void al_commit_message(struct al_strbuf *out, const struct al_commit_fields *f);
