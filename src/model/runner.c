@@ -182,15 +182,17 @@ bool al_runner_uses(const struct al_runner *r, const char *name)
 }
 
 /*
- * Calls fn for each tool of a comma-separated list, with its name (no
- * "(pattern)", trimmed). Commas inside the parentheses do not split.
+ * Calls fn for each tool of a comma-separated list: the entry as written
+ * (trimmed) and the length of its name (without the "(pattern)"). Commas
+ * inside the parentheses do not split.
  */
-static void each_tool(const char *tools, void (*fn)(const char *, size_t, void *), void *data)
+static void each_tool(const char *tools, void (*fn)(const char *, size_t, size_t, void *),
+		      void *data)
 {
 	const char *p = tools;
 
 	while (p && *p) {
-		const char *start, *end;
+		const char *start, *end, *name_end;
 		int depth = 0;
 
 		while (*p == ' ' || *p == ',')
@@ -200,13 +202,15 @@ static void each_tool(const char *tools, void (*fn)(const char *, size_t, void *
 			depth += *p == '(' ? 1 : *p == ')' ? -(depth > 0) : 0;
 			p++;
 		}
-		end = start + strcspn(start, "(");
-		if (end > p)
-			end = p;
-		while (end > start && end[-1] == ' ')
+		for (end = p; end > start && end[-1] == ' ';)
 			end--;
-		if (end > start)
-			fn(start, (size_t)(end - start), data);
+		name_end = start + strcspn(start, "(");
+		if (name_end > end)
+			name_end = end;
+		while (name_end > start && name_end[-1] == ' ')
+			name_end--;
+		if (name_end > start)
+			fn(start, (size_t)(end - start), (size_t)(name_end - start), data);
 	}
 }
 
@@ -228,10 +232,11 @@ static bool listed(const char *list, const char *name, size_t len)
 	return false;
 }
 
-static void add_name(const char *name, size_t len, void *data)
+static void add_name(const char *name, size_t entry_len, size_t len, void *data)
 {
 	struct names *n = data;
 
+	(void)entry_len;
 	if (n->want)
 		n->found |= strlen(n->want) == len && !memcmp(n->want, name, len);
 	else if (!listed(n->sb.buf, name, len))
@@ -246,33 +251,32 @@ bool al_tools_include(const char *tools, const char *name)
 	return n.found;
 }
 
+struct command_allowed {
+	const char *program;
+	bool yes;
+};
+
+/* "Bash" whole, or "Bash(PROGRAM" followed by ' ', ':', '*' or ')' */
+static void allows(const char *entry, size_t len, size_t name_len, void *data)
+{
+	struct command_allowed *c = data;
+	size_t plen = strlen(c->program);
+
+	if (name_len != 4 || memcmp(entry, "Bash", 4))
+		return;
+	c->yes |= len == 4 || (len > 5 + plen && entry[4] == '(' &&
+			       !memcmp(entry + 5, c->program, plen) &&
+			       strchr(" :*)", entry[5 + plen]));
+}
+
 bool al_tools_allow_command(const char *tools, const char *program)
 {
-	size_t plen = strlen(program);
-	const char *p = tools;
+	struct command_allowed c = { program, false };
 
 	if (!tools)
 		return true; /* every tool */
-	while (*p) {
-		const char *start, *end;
-		int depth = 0;
-
-		while (*p == ' ' || *p == ',')
-			p++;
-		start = p;
-		while (*p && (depth || *p != ',')) {
-			depth += *p == '(' ? 1 : *p == ')' ? -(depth > 0) : 0;
-			p++;
-		}
-		for (end = p; end > start && end[-1] == ' ';)
-			end--;
-		if (end - start == 4 && !memcmp(start, "Bash", 4))
-			return true;
-		if ((size_t)(end - start) > 5 + plen && !memcmp(start, "Bash(", 5) &&
-		    !memcmp(start + 5, program, plen) && strchr(" :*)", start[5 + plen]))
-			return true;
-	}
-	return false;
+	each_tool(tools, allows, &c);
+	return c.yes;
 }
 
 /* The tools' names, each once: "Read,Bash(git *),Bash(ls)" gives "Read,Bash". */

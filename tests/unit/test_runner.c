@@ -402,3 +402,15 @@ Test(runner, prompt_mode_names)
 	cr_assert_str_eq(al_prompt_mode_names[AL_PROMPT_ARG], "arg");
 	cr_assert_str_eq(al_prompt_mode_names[AL_PROMPT_FILE], "file");
 }
+
+Test(runner, which_tools_let_an_agent_run_a_program)
+{
+	cr_assert(al_tools_allow_command(NULL, "ailoop"), "no tools named: every tool");
+	cr_assert(al_tools_allow_command("Read, Bash", "ailoop"));
+	cr_assert(al_tools_allow_command("Read, Bash(make:*), Bash(ailoop memory:*)", "ailoop"));
+	cr_assert(al_tools_allow_command("Bash(make test)", "make"));
+	cr_assert_not(al_tools_allow_command("Read, Bash(make:*)", "ailoop"));
+	cr_assert_not(al_tools_allow_command("Read, Bash(makefile:*)", "make"));
+	cr_assert_not(al_tools_allow_command("Read, Write", "make"));
+	cr_assert_not(al_tools_allow_command("Bashful", "make"));
+}
