@@ -177,3 +177,36 @@ expect_nested_run() {
 		echo "$(basename "$0"): not isolated: connections outside loopback were not prevented"
 	fi
 }
+
+# expect_usage_per_call COST-KINDS: the run's agent_usage events (in its
+# events.jsonl) against the requests the scripted API logged, each with the
+# usage it sent: one event per agent call, in the loop's order, each read
+# to its end (known) with the CLI's session id, its tokens the sums of what
+# the API sent for that call's requests (the requests of its node, label,
+# role and name), and its cost of the kind COST-KINDS says (reported,
+# estimated, unknown; one for every call, or a comma-separated list of
+# the kinds its calls had).
+expect_usage_per_call() {
+	local kinds=$1 events
+	events=$(cat "$R"/.ai-loop/runs/run_*/events.jsonl)
+	expect_eq "$(jq -rs '[.[] | select(.event == "agent_usage") | "\(.label) \(.role)"] | join(", ")' <<<"$events")" \
+		"$(q '[.[] | select(.role != null and .step == 0) | "\(.label) \(.role)"] | join(", ")')" \
+		"an agent_usage event per agent call, in the loop's order"
+	expect_eq "$(jq -rs '[.[] | select(.event == "agent_usage") | select(.known != true or (.session | type) != "string" or .session == "")] | length' <<<"$events")" \
+		0 "each call's usage read to its end (known), with the CLI's session id"
+	expect_eq "$(jq -rs '[.[] | select(.event == "agent_usage") | .session] | unique | length' <<<"$events")" \
+		"$(q '[.[] | select(.role != null and .step == 0)] | length')" "a session of its own for each call"
+	expect_eq "$(jq -rs --slurpfile api "$api_log" '
+		def key: "\(.node) \(.label) \(.role) \(.name)";
+		def total: reduce .[] as $u ({input: 0, output: 0, cache_read: 0, cache_write: 0, reasoning: 0};
+					     with_entries(.value += $u[.key]));
+		($api | map(select(.role != null)) | group_by(key)
+		 | map({key: (.[0] | key), value: (map(.usage) | total)}) | from_entries) as $sent
+		| [.[] | select(.event == "agent_usage") | {input, output, cache_read, cache_write, reasoning} as $got
+		   | key as $k | select($got != $sent[$k])
+		   | "\($k): got \($got | tojson), the API sent \($sent[$k] | tojson)"]
+		| if length == 0 then "none" else join("; ") end' <<<"$events")" "none" \
+		"calls whose tokens are not the sums of the usage the API sent to their requests"
+	expect_eq "$(jq -rs '[.[] | select(.event == "agent_usage") | .cost] | unique | join(",")' <<<"$events")" \
+		"$kinds" "each call's cost is $kinds"
+}

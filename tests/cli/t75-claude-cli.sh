@@ -11,6 +11,7 @@
 # (exit 77, which ctest reports as skipped).
 real_home=$HOME # lib.sh gives the test a HOME of its own
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/agent-cli.sh" # expect_usage_per_call
 
 CLAUDE_CODE_VERSION=2.1.330
 SKIP=77
@@ -213,15 +214,7 @@ expect_eq "$(q '[.[] | select(.output_existed == true) | "\(.label) \(.role)"] |
 expect_eq "$(q '[.[] | select(.output_existed == false)] | length')" 11 "checked at each of the 11 calls"
 
 # --- usage and cost, as the CLI reported them --------------------------------
-ev() { jq -rs "$1" .ai-loop/runs/run_*/events.jsonl; }
-expect_eq "$(ev '[.[] | select(.event == "agent_usage")] | length')" 11 "an agent_usage event per call"
-expect_eq "$(ev '[.[] | select(.event == "agent_usage") | "\(.known) \(.cost)"] | unique | join(",")')" \
-	"true reported" "each read to its end, with the cost the CLI reported"
-expect_eq "$(ev '[.[] | select(.event == "agent_usage") | .output] | add')" \
-	"$(q '[.[] | select(.role != null)] | length * 20')" \
-	"the output tokens are those the API sent (20 a request)"
-expect_eq "$(ev '[.[] | select(.event == "agent_usage") | .session] | map(select(. != null)) | length')" 11 \
-	"each call's session id"
+expect_usage_per_call reported
 expect_in "$(git log --format=%B -1 --grep='^\[iteration\] 1.1$')" "[cost] \$0." "the iteration's commit says what it cost"
 
 # --- every agent was a real claude -p process ------------------------------
