@@ -146,11 +146,13 @@ static void codex_event(struct al_usage *u, const json_t *ev)
 		   !strcmp(string(item, "type"), "agent_message")) {
 		set_text(u, string(item, "text"));
 	} else if (!strcmp(type, "turn.completed")) {
-		/* input_tokens counts the cached ones too */
+		/* input_tokens counts those read from a cache and written to it too */
 		long long cached = count(usage, "cached_input_tokens"), in = count(usage, "input_tokens");
+		long long written = count(usage, "cache_write_input_tokens");
 
 		u->tokens.cache_read += cached;
-		u->tokens.input += in > cached ? in - cached : 0;
+		u->tokens.cache_write += written;
+		u->tokens.input += in > cached + written ? in - cached - written : 0;
 		u->tokens.output += count(usage, "output_tokens");
 		u->tokens.reasoning += count(usage, "reasoning_output_tokens");
 		u->known = true;
@@ -181,7 +183,8 @@ static void gemini_object(struct al_usage *u, const json_t *o)
 			set(&u->model, name);
 		u->tokens.cache_read += cached;
 		u->tokens.input += in > cached ? in - cached : 0;
-		u->tokens.output += count(t, "candidates");
+		/* the thoughts are output too (billed as such), apart from candidates */
+		u->tokens.output += count(t, "candidates") + count(t, "thoughts");
 		u->tokens.reasoning += count(t, "thoughts");
 		u->known = true;
 	}
@@ -207,7 +210,8 @@ static void opencode_event(struct al_usage *u, const json_t *ev, bool *new_step)
 		al_strbuf_adds(&u->text, string(part, "text"));
 	} else if (!strcmp(type, "step_finish")) {
 		u->tokens.input += count(tokens, "input");
-		u->tokens.output += count(tokens, "output");
+		/* the reasoning is output too (billed as such), apart from output */
+		u->tokens.output += count(tokens, "output") + count(tokens, "reasoning");
 		u->tokens.reasoning += count(tokens, "reasoning");
 		u->tokens.cache_read += count(cache, "read");
 		u->tokens.cache_write += count(cache, "write");

@@ -59,6 +59,7 @@ echo "$(basename "$0"): the run took $((SECONDS - start)) s"
 [ "$rc" -eq 0 ] || { printf "%s\n" "$out" "$err" >&2; show_logs; }
 [ -s "$api_log" ] && pass || { fail "codex sent its requests to the scripted API"; finish; }
 expect_nested_run codex
+expect_usage_per_call estimated
 
 # the templates' models are ones this codex knows: it offers apply_patch
 # only to a model it has metadata for

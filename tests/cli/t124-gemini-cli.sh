@@ -49,6 +49,7 @@ echo "$(basename "$0"): the run took $((SECONDS - start)) s"
 [ "$rc" -eq 0 ] || { printf '%s\n' "$out" "$err" >&2; show_logs; }
 [ -s "$api_log" ] && pass || { fail "gemini sent its requests to the scripted API"; finish; }
 expect_nested_run gemini
+expect_usage_per_call estimated
 
 # the templates' models, the converge one once every sensor passes
 expect_eq "$(q '[.[] | select(.decision) | "\(.label) \(.model)"] | join(", ")')" \
