@@ -1,7 +1,19 @@
 #include "ailoop/proc/usage.h"
 #include "unit.h"
 
-/* What each CLI printed (tests/fixtures/usage), read into one record. */
+/*
+ * What each CLI printed (tests/fixtures/usage), read into one record.
+ * Captured from the real CLIs, each a call's whole stdout, its paths made
+ * neutral: claude-stream.jsonl (claude -p --output-format stream-json),
+ * codex.jsonl (codex exec --json), gemini.json (gemini -o json) and
+ * opencode.jsonl (opencode run --format json), the last three an actuator
+ * of t123, t124 and t125 against the scripted APIs (tests/fixtures/model-
+ * api), whose usage each request is known: 1000 + seq input tokens, 200
+ * read from a cache, 30 written to it, 50 output of which 10 reasoning,
+ * where the protocol counts them. Written from the CLIs' documented
+ * formats, as no scripted API makes them fail so: claude-rate-limited.jsonl,
+ * codex-failed.jsonl, gemini-error.json.
+ */
 static struct al_strbuf fixture;
 
 static const char *load(const char *name)
@@ -55,13 +67,15 @@ Test(usage, codex_json)
 
 	read_fixture(&u, AL_STREAM_CODEX, "codex.jsonl");
 	cr_assert(u.known);
-	cr_assert_str_eq(u.session, "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5");
-	cr_assert_str_eq(u.text.buf, "---\nsummary: fixed the greeting\n---\nFixed greeting.txt.");
-	cr_assert_eq(u.tokens.input, 3000, "input_tokens less those read from a cache and written to it");
-	cr_assert_eq(u.tokens.cache_read, 9000);
-	cr_assert_eq(u.tokens.cache_write, 400);
-	cr_assert_eq(u.tokens.output, 1100);
-	cr_assert_eq(u.tokens.reasoning, 300);
+	cr_assert_str_eq(u.session, "01a22067-4ea8-7af0-8f0f-d8627d344933");
+	cr_assert_str_eq(u.text.buf, "I wrote my answer to /home/user/project/.ai-loop/runs/"
+			 "run_20260101_001/nodes/delivery/implement/actuator-output.md.");
+	/* five requests: input_tokens 1230 + seq each, of which 200 read from a cache, 30 written */
+	cr_assert_eq(u.tokens.input, 5110, "input_tokens less those read from a cache and written to it");
+	cr_assert_eq(u.tokens.cache_read, 1000);
+	cr_assert_eq(u.tokens.cache_write, 150);
+	cr_assert_eq(u.tokens.output, 250, "output_tokens, the reasoning among them");
+	cr_assert_eq(u.tokens.reasoning, 50);
 	cr_assert_not(u.cost_reported, "codex gives no cost");
 	al_usage_release(&u);
 	read_fixture(&u, AL_STREAM_CODEX, "codex-failed.jsonl");
@@ -76,13 +90,16 @@ Test(usage, gemini_json)
 
 	read_fixture(&u, AL_STREAM_GEMINI, "gemini.json");
 	cr_assert(u.known);
-	cr_assert_str_eq(u.session, "4b5d2c1e-8f3a-4c6b-9d2e-7a1b3c5d7e9f");
-	cr_assert(strstr(u.text.buf, "status: fail"));
+	cr_assert_str_eq(u.session, "487a2de5-127a-44a4-ab60-edfa559fc4f2");
+	cr_assert_str_eq(u.text.buf, "I wrote my answer to /home/user/project/.ai-loop/runs/"
+			 "run_20260101_001/nodes/delivery/implement/actuator-output.md.");
 	cr_assert_str_eq(u.model, "gemini-2.5-pro");
-	cr_assert_eq(u.tokens.input, 8000);
-	cr_assert_eq(u.tokens.cache_read, 3000);
-	cr_assert_eq(u.tokens.output, 900, "the candidates and the thoughts");
-	cr_assert_eq(u.tokens.reasoning, 400);
+	/* five requests: prompt 6110 of which 1000 cached, "input" the rest */
+	cr_assert_eq(u.tokens.input, 5110);
+	cr_assert_eq(u.tokens.cache_read, 1000);
+	cr_assert_eq(u.tokens.output, 250, "the candidates and the thoughts");
+	cr_assert_eq(u.tokens.reasoning, 50);
+	cr_assert_not(u.cost_reported, "gemini gives no cost");
 	al_usage_release(&u);
 	read_fixture(&u, AL_STREAM_GEMINI, "gemini-error.json");
 	cr_assert_not(u.known);
@@ -96,15 +113,33 @@ Test(usage, opencode_json)
 
 	read_fixture(&u, AL_STREAM_OPENCODE, "opencode.jsonl");
 	cr_assert(u.known);
-	cr_assert_str_eq(u.session, "ses_494719016ffe85dkDMj0FPRbHK");
-	cr_assert_str_eq(u.text.buf, "Fixed greeting.txt.", "the last step's text");
-	cr_assert_eq(u.tokens.input, 10200);
-	cr_assert_eq(u.tokens.output, 260, "the output and the reasoning");
-	cr_assert_eq(u.tokens.cache_read, 5000);
-	cr_assert_eq(u.tokens.cache_write, 20);
-	cr_assert_eq(u.tokens.reasoning, 10);
-	cr_assert(u.cost_reported);
-	cr_assert_float_eq(u.cost_usd, 0.0033, 1e-9);
+	cr_assert_str_eq(u.session, "ses_ddf96f38fffemGGyTyaZsMDAdt");
+	cr_assert_str_eq(u.text.buf, "I wrote my answer to /home/user/project/.ai-loop/runs/"
+			 "run_20260101_001/nodes/delivery/implement/actuator-output.md.",
+			 "the last step's text");
+	/* five steps (requests): prompt_tokens less the cached, completion_tokens */
+	cr_assert_eq(u.tokens.input, 5145);
+	cr_assert_eq(u.tokens.output, 250, "the output and the reasoning");
+	cr_assert_eq(u.tokens.cache_read, 1000);
+	cr_assert_eq(u.tokens.cache_write, 0);
+	cr_assert_eq(u.tokens.reasoning, 50);
+	cr_assert(u.cost_reported, "at the price of opencode's configuration");
+	cr_assert_float_eq(u.cost_usd, 0.019185, 1e-9);
+	al_usage_release(&u);
+}
+
+/* A step's text after another step's: the later one is the answer. */
+Test(usage, opencode_later_step_text)
+{
+	struct al_usage u = AL_USAGE_INIT;
+	static const char out[] =
+		"{\"type\":\"text\",\"sessionID\":\"ses_1\",\"part\":{\"text\":\"Let me read it.\"}}\n"
+		"{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":5,\"output\":1}}}\n"
+		"{\"type\":\"text\",\"part\":{\"text\":\"Done.\"}}\n";
+
+	al_usage_read(&u, AL_STREAM_OPENCODE, out, sizeof(out) - 1);
+	cr_assert_str_eq(u.text.buf, "Done.");
+	cr_assert_str_eq(u.session, "ses_1");
 	al_usage_release(&u);
 }
 
