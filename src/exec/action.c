@@ -101,7 +101,7 @@ static int act(struct al_node_run *nr)
 	struct al_call_ctx ctx = {
 		.agent = nr->n->action_agent.agent, .role = AL_ROLE_ACTION, .node = nr->n,
 		.label = nr->st.label, .dir = nr->dir, .output = out, .task = nr->task,
-		.deadline_ms = nr->deadline,
+		.deadline_ms = nr->deadline, .sessions = &nr->st,
 	};
 	const char *status = "complete";
 	bool timed_out;

@@ -162,6 +162,13 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 			.prompt_file = call->prompt_path,
 		};
 
+		if (a->session_continue && c->sessions) {
+			call->session_key = al_xprintf("%s%s%s", al_role_names[c->role],
+						       c->name ? "-" : "", c->name ? c->name : "");
+			vars.session_keep = true;
+			vars.session = al_node_state_session(c->sessions, call->session_key);
+			call->resumed = vars.session ? al_strdup(vars.session) : NULL;
+		}
 		call->argv = al_runner_argv(r, &vars);
 		call->stream = r->output;
 		call->model = vars.model;
@@ -498,6 +505,16 @@ int al_call_finish(struct al_call *call)
 	if (r->interrupted)
 		return AL_EINTR;
 	count_usage(call);
+	if (call->resumed && r->exit_code && al_usage_session_lost(r->log.buf, r->log.len)) {
+		/* the id is the CLI's no more: forgotten, and the call runs again, anew */
+		al_node_state_set_session(c->sessions, call->session_key, NULL);
+		call->session_lost = true;
+		return al_err(AL_EAGENT, "%s '%s' could not continue its session %s: its CLI "
+			      "does not find it (log: %s)", who, c->agent->path, call->resumed,
+			      call->log_path);
+	}
+	if (call->session_key && call->usage.session)
+		al_node_state_set_session(c->sessions, call->session_key, call->usage.session);
 	if (al_dir_exists(c->output))
 		return al_err(AL_EAGENT, "%s '%s' left a directory at its output path '%s' "
 			      "(log: %s)", who, c->agent->path, c->output, call->log_path);
@@ -541,6 +558,8 @@ void al_call_release(struct al_call *call)
 	free(call->slurm_job_file);
 	free(call->format_why);
 	al_usage_release(&call->usage);
+	free(call->session_key);
+	free(call->resumed);
 	memset(call, 0, sizeof(*call));
 }
 
@@ -657,13 +676,31 @@ int al_call_reformat(struct al_exec *ex, struct al_call *call, int rc)
 	return rc;
 }
 
+int al_call_refresh(struct al_exec *ex, struct al_call *call, int rc)
+{
+	const struct al_call_ctx *c = call->ctx;
+
+	if (rc != AL_EAGENT || !call->session_lost)
+		return rc;
+	al_progress_note(call->progress, "ailoop: [%s] %s: warning: %s: starting a new session",
+			 c->label, c->node->path, al_errmsg());
+	al_run_event(ex->run, "session_lost", "{s:s, s:s, s:s, s:s?, s:s}", "node",
+		     c->node->path, "label", c->label, "role", al_role_names[c->role], "name",
+		     c->name, "session", call->resumed);
+	al_call_release(call);
+	if ((rc = al_call_prepare(call, ex, c)) < 0)
+		return rc;
+	return run_prepared(ex, call);
+}
+
 int al_call_run(struct al_exec *ex, const struct al_call_ctx *ctx, struct al_call *call)
 {
 	int rc;
 
 	if ((rc = al_call_prepare(call, ex, ctx)) < 0)
 		return rc;
-	return al_call_reformat(ex, call, run_prepared(ex, call));
+	rc = al_call_refresh(ex, call, run_prepared(ex, call));
+	return al_call_reformat(ex, call, rc);
 }
 
 char *al_output_summary(const char *path, const char *fallback)

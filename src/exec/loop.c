@@ -147,7 +147,7 @@ static int measure(struct al_node_run *lp)
 	} else {
 		rc = al_sensors_measure(lp->ex, lp->n, lp->dir, lp->st.label, lp->task,
 					lp->deadline,
-					lp->st.iteration == (lp->st.child_entry ? 1 : 0));
+					lp->st.iteration == (lp->st.child_entry ? 1 : 0), &lp->st);
 		if (rc == AL_EAGENT)
 			return agent_failed(lp, "sensor", AL_PHASE_COMMIT);
 		if (lp->st.iteration == 0)
@@ -333,7 +333,7 @@ static int decide(struct al_node_run *lp)
 		struct al_call_ctx ctx = {
 			.agent = lp->n->controller.agent, .role = AL_ROLE_CONTROLLER, .node = lp->n,
 			.label = lp->st.label, .dir = lp->dir, .output = out, .task = lp->task,
-			.deadline_ms = lp->deadline, .notice = lp->st.gate_note,
+			.deadline_ms = lp->deadline, .notice = lp->st.gate_note, .sessions = &lp->st,
 		};
 
 		if (r.all_pass)
@@ -448,7 +448,7 @@ static int actuate(struct al_node_run *lp)
 		struct al_call_ctx ctx = {
 			.agent = lp->n->actuator.agent, .role = AL_ROLE_ACTUATOR, .node = lp->n,
 			.label = lp->st.label, .dir = lp->dir, .input = in, .output = out,
-			.task = lp->task, .deadline_ms = lp->deadline,
+			.task = lp->task, .deadline_ms = lp->deadline, .sessions = &lp->st,
 		};
 
 		al_progress_step(ex->progress, lp->st.label, lp->n->path, "actuator", "%s",

@@ -105,6 +105,7 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 	const struct al_node *n = nr->n;
 	char now[32], task_sha[65];
 	int64_t steps = nr->st.step; /* of its last entry, if it had one */
+	struct al_node_state last = { 0 };
 	int rc;
 
 	if (ex->resuming) {
@@ -114,7 +115,10 @@ static int fresh(struct al_node_run *nr, const char *task, bool child_entry, enu
 					      "'%s', which the run was executing", nr->state_path,
 					      n->path);
 	}
+	/* its agents' sessions go on from one entry to the next, as its steps do */
+	al_node_state_move_sessions(&last, &nr->st);
 	al_node_state_release(&nr->st);
+	al_node_state_move_sessions(&nr->st, &last);
 	al_timestamp(now);
 	nr->task = al_strdup(task);
 	nr->st.run_id = al_strdup(ex->run->st.run_id);

@@ -416,7 +416,8 @@ static int remember_sensor(struct al_exec *ex, const struct al_sensor *s, const 
 }
 
 int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const char *dir,
-		       const char *label, const char *task, int64_t deadline, bool first)
+		       const char *label, const char *task, int64_t deadline, bool first,
+		       struct al_node_state *sessions)
 {
 	size_t n = node->nsensors, batch = node->sensors_parallel ? n : 1;
 	struct al_call_ctx *ctx = al_calloc(n + 1, sizeof(*ctx));
@@ -435,6 +436,7 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 			.node = node, .label = label, .dir = dir, .output = outputs[i],
 			.task = task, .deadline_ms = deadline,
 			.keep_output = al_agent_is_command(s->ref.agent),
+			.sessions = sessions,
 		};
 	}
 	for (size_t start = 0; start < n && rc == 0; start += batch) {
@@ -470,6 +472,7 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 				frc = al_call_retry(ex, &calls[i], 0);
 			else
 				frc = al_call_finish(&calls[i]);
+			frc = al_call_refresh(ex, &calls[i], frc);
 			frc = al_call_reformat(ex, &calls[i], frc);
 			if (frc == 0 && ctx[i].keep_output &&
 			    (frc = write_command_output(&node->sensors[i], &calls[i])) == 0)

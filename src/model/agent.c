@@ -12,8 +12,10 @@
 static const char *const agent_keys[] = {
 	"name", "description", "tools", "disallowedTools", "model", "color",
 	"runner", "command", "timeout", "target", "metrics", "pass_if", "fail_if",
-	"format_retries",
+	"format_retries", "session",
 };
+
+const char *const al_session_names[2] = { "fresh", "continue" };
 
 /* `tools` may be a list or, as in Claude Code agent files, "Read, Write". */
 static char *read_tools(struct al_check *c, const struct al_val *v, const char *key)
@@ -146,6 +148,16 @@ static void read_command(struct al_check *c, struct al_agent *a, const struct al
 	}
 }
 
+static void read_session(struct al_check *c, struct al_agent *a, const struct al_val *v)
+{
+	int i;
+
+	if (al_check_enum(c, v, "session", al_session_names, AL_ARRAY_SIZE(al_session_names), &i)) {
+		a->session_continue = i == 1;
+		a->session_pos = v->pos;
+	}
+}
+
 static void read_front_matter(struct al_check *c, struct al_agent *a, const struct al_val *root)
 {
 	if (root->kind != AL_VAL_MAP) {
@@ -180,6 +192,8 @@ static void read_front_matter(struct al_check *c, struct al_agent *a, const stru
 			al_check_int(c, v, key, 1, 7 * 24 * 3600, &a->timeout);
 		else if (!strcmp(key, "format_retries"))
 			al_check_int(c, v, key, 0, AL_MAX_FORMAT_RETRIES, &a->format_retries);
+		else if (!strcmp(key, "session"))
+			read_session(c, a, v);
 		else if (!strcmp(key, "target"))
 			al_check_string(c, v, key, &a->target);
 		else if (!strcmp(key, "metrics"))

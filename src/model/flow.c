@@ -732,17 +732,43 @@ static void warn_tools(struct al_diags *w, const struct al_agent *a, const struc
 		     r->name, key, a->path, what);
 }
 
+/* `session: continue` on an agent with no CLI session: every call of it is a new one. */
+static void warn_session(struct al_diags *w, const struct al_agent *a, const struct al_runner *r)
+{
+	struct al_pos pos = a->session_pos;
+
+	pos.file = al_diags_source(w, pos.file, a->text, a->text_len);
+	if (!r)
+		al_diags_add(w, pos, "agent file '%s' runs a command, which has no session to "
+			     "continue: 'session: continue' is ignored", a->path);
+	else if (r->output == AL_STREAM_TEXT)
+		al_diags_add(w, pos, "runner '%s' prints text (no 'output:' JSON), which names no "
+			     "session: 'session: continue' of agent file '%s' is ignored", r->name,
+			     a->path);
+	else
+		al_diags_add(w, pos, "runner '%s' has no {session} argument: 'session: continue' "
+			     "of agent file '%s' is ignored", r->name, a->path);
+}
+
 void al_flow_warnings(const struct al_flow *f, struct al_diags *w)
 {
 	for (size_t i = 0; i < f->agents.n; i++) {
 		const struct al_agent *a = f->agents.v[i];
 		const struct al_runner *r;
 
-		if (!a->loaded || al_agent_is_command(a))
+		if (!a->loaded)
 			continue;
+		if (al_agent_is_command(a)) {
+			if (a->session_continue)
+				warn_session(w, a, NULL);
+			continue;
+		}
 		r = al_runners_find(&f->runners, a->runner ? a->runner : f->default_runner);
 		if (!r)
 			continue;
+		if (a->session_continue &&
+		    (r->output == AL_STREAM_TEXT || !al_runner_uses(r, "session")))
+			warn_session(w, a, r);
 		if (a->tools && !al_runner_uses(r, "tools") && !al_runner_uses(r, "tool-names"))
 			warn_tools(w, a, r, a->tools_pos, "tools", "use tools it does not list");
 		if (a->disallowed_tools && !al_runner_uses(r, "disallowed-tools"))

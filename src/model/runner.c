@@ -26,16 +26,16 @@ int al_stream_find(const char *name)
 static const char *const claude_argv[] = {
 	"claude", "-p", "--model={model}", "--permission-mode", "acceptEdits",
 	"--tools={tool-names}", "--allowedTools={tools}",
-	"--disallowedTools={disallowed-tools}", "--no-session-persistence",
+	"--disallowedTools={disallowed-tools}", "{session}",
 	"--output-format", "stream-json", "--verbose", NULL,
 };
 static const char *const codex_argv[] = {
-	"codex", "exec", "--model={model}", "--sandbox", "workspace-write", "--ephemeral",
-	"--skip-git-repo-check", "--color", "never", "--json", "-", NULL,
+	"codex", "exec", "--model={model}", "--sandbox", "workspace-write", "--color", "never",
+	"{session}", "--skip-git-repo-check", "--json", "-", NULL,
 };
 static const char *const gemini_argv[] = {
 	"gemini", "--model={model}", "--approval-mode", "{approval-mode}", "--skip-trust",
-	"--output-format", "json", "--prompt", "Carry out the instructions given above.", NULL,
+	"{session}", "--output-format", "json", "--prompt", "Carry out the instructions given above.", NULL,
 };
 static const char *const aider_argv[] = {
 	"aider", "--model={model}", "--yes-always", "--no-auto-commits", "--no-gitignore",
@@ -48,7 +48,7 @@ static const char *const aider_argv[] = {
  * characters a line.
  */
 static const char *const opencode_argv[] = {
-	"opencode", "run", "--model={model}", "--format", "json", NULL,
+	"opencode", "run", "--model={model}", "{session}", "--format", "json", NULL,
 };
 
 static const struct al_runner builtins[] = {
@@ -352,6 +352,49 @@ static char *expand(const char *arg, const struct values *x, bool *used_prompt,
 	return al_strbuf_detach(&sb, NULL);
 }
 
+/*
+ * The arguments {session} stands for (runner.h), added at argv[*k]: at
+ * most four. The session options of `codex exec resume` are its own:
+ * --sandbox is not one of them, and the session keeps none.
+ */
+static void session_args(char **argv, size_t *k, enum al_stream output,
+			 const struct al_runner_vars *v)
+{
+	const char *fresh = NULL, *resume = NULL;
+
+	switch (output) {
+	case AL_STREAM_TEXT:
+		return;
+	case AL_STREAM_CLAUDE:
+		fresh = "--no-session-persistence";
+		resume = "--resume";
+		break;
+	case AL_STREAM_CODEX:
+		fresh = "--ephemeral";
+		resume = "resume";
+		break;
+	case AL_STREAM_GEMINI:
+		resume = "--resume";
+		break;
+	case AL_STREAM_OPENCODE:
+		resume = "--session";
+		break;
+	}
+	if (!v->session_keep) {
+		if (fresh)
+			argv[(*k)++] = al_strdup(fresh);
+		return;
+	}
+	if (!v->session || !*v->session)
+		return;
+	argv[(*k)++] = al_strdup(resume);
+	argv[(*k)++] = al_strdup(v->session);
+	if (output == AL_STREAM_CODEX) {
+		argv[(*k)++] = al_strdup("-c");
+		argv[(*k)++] = al_strdup("sandbox_mode=\"workspace-write\"");
+	}
+}
+
 char **al_runner_argv(const struct al_runner *r, const struct al_runner_vars *vars)
 {
 	struct values x = { vars, tool_names(vars->tools), "auto_edit" };
@@ -364,9 +407,15 @@ char **al_runner_argv(const struct al_runner *r, const struct al_runner_vars *va
 		x.approval_mode = "yolo";
 	while (r->argv[n])
 		n++;
-	argv = al_calloc(n + 2, sizeof(*argv));
+	argv = al_calloc(n * 4 + 2, sizeof(*argv)); /* each {session} may be four */
 	for (size_t i = 0; i < n; i++) {
-		char *a = expand(r->argv[i], &x, &used_prompt, &used_file);
+		char *a;
+
+		if (!strcmp(r->argv[i], "{session}")) {
+			session_args(argv, &k, r->output, vars);
+			continue;
+		}
+		a = expand(r->argv[i], &x, &used_prompt, &used_file);
 
 		if (a)
 			argv[k++] = a;

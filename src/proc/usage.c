@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* No call has counted more: a larger figure is a stream's garbage, not a count. */
 #define MAX_COUNT 1000000000000000LL
@@ -297,4 +298,26 @@ void al_usage_release(struct al_usage *u)
 	free(u->model);
 	free(u->error);
 	memset(u, 0, sizeof(*u));
+}
+
+/* Whether `s` (of `len` bytes) holds `word`, whatever the case of its letters. */
+static bool holds(const char *s, size_t len, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (size_t i = 0; i + n <= len; i++)
+		if (!strncasecmp(s + i, word, n))
+			return true;
+	return false;
+}
+
+bool al_usage_session_lost(const char *out, size_t len)
+{
+	static const char *const says[] = { "no conversation found", "no rollout found",
+					    "error resuming session", "session not found" };
+
+	for (size_t i = 0; i < sizeof(says) / sizeof(*says); i++)
+		if (holds(out, len, says[i]))
+			return true;
+	return false;
 }

@@ -100,6 +100,79 @@ static void breaker_write(struct al_fm *fm, const struct al_breaker *b)
 	al_fm_end_map(fm);
 }
 
+/* `sessions:`, who -> session id; an entry that is not a string is none. */
+static void sessions_from(struct al_node_state *st, const struct al_val *map)
+{
+	for (size_t i = 0; map && map->kind == AL_VAL_MAP && i < map->n; i++) {
+		const struct al_val *v = AL_VAL_VALUE(map, i);
+
+		if (v->kind == AL_VAL_SCALAR && !al_val_is_null(v) && *v->str)
+			al_node_state_set_session(st, AL_VAL_KEY(map, i)->str, v->str);
+	}
+}
+
+static void sessions_write(struct al_fm *fm, const struct al_node_state *st)
+{
+	if (!st->nsessions)
+		return;
+	al_fm_begin_map(fm, "sessions");
+	for (size_t i = 0; i < st->nsessions; i++)
+		al_fm_str(fm, st->sessions[i].who, st->sessions[i].id);
+	al_fm_end_map(fm);
+}
+
+static void sessions_release(struct al_node_state *st)
+{
+	for (size_t i = 0; i < st->nsessions; i++) {
+		free(st->sessions[i].who);
+		free(st->sessions[i].id);
+	}
+	free(st->sessions);
+	st->sessions = NULL;
+	st->nsessions = 0;
+}
+
+const char *al_node_state_session(const struct al_node_state *st, const char *who)
+{
+	for (size_t i = 0; i < st->nsessions; i++)
+		if (!strcmp(st->sessions[i].who, who))
+			return st->sessions[i].id;
+	return NULL;
+}
+
+void al_node_state_set_session(struct al_node_state *st, const char *who, const char *id)
+{
+	size_t i = 0;
+
+	while (i < st->nsessions && strcmp(st->sessions[i].who, who))
+		i++;
+	if (i < st->nsessions && !id) {
+		free(st->sessions[i].who);
+		free(st->sessions[i].id);
+		st->sessions[i] = st->sessions[--st->nsessions];
+		return;
+	}
+	if (!id)
+		return;
+	if (i == st->nsessions) {
+		st->sessions = al_realloc(st->sessions, (i + 1) * sizeof(*st->sessions));
+		st->sessions[i].who = al_strdup(who);
+		st->sessions[i].id = NULL;
+		st->nsessions++;
+	}
+	free(st->sessions[i].id);
+	st->sessions[i].id = al_strdup(id);
+}
+
+void al_node_state_move_sessions(struct al_node_state *to, struct al_node_state *from)
+{
+	sessions_release(to);
+	to->sessions = from->sessions;
+	to->nsessions = from->nsessions;
+	from->sessions = NULL;
+	from->nsessions = 0;
+}
+
 /* The fields of an orchestrator-output.md that `md` holds (read with result `rc`). */
 static int node_state_from(struct al_node_state *st, struct al_md *md, const char *path, int rc)
 {
@@ -126,6 +199,7 @@ static int node_state_from(struct al_node_state *st, struct al_md *md, const cha
 	st->done = dup_or_null(al_md_str(md, "children-done"));
 	st->gate_note = dup_or_null(al_md_str(md, "exit-gate-refused"));
 	breaker_from(&st->breaker, al_md_get(md, "breaker"));
+	sessions_from(st, al_md_get(md, "sessions"));
 	phase = al_md_str(md, "phase");
 	for (st->phase = 0; phase && st->phase < AL_PHASE_COUNT; st->phase++)
 		if (!strcmp(phase, al_phase_names[st->phase]))
@@ -230,6 +304,7 @@ int al_node_state_write(struct al_node_state *st, const char *path, const char *
 	if (st->gate_note)
 		al_fm_str(fm, "exit-gate-refused", st->gate_note);
 	breaker_write(fm, &st->breaker);
+	sessions_write(fm, st);
 	al_fm_finish(fm, &sb);
 	al_strbuf_addf(&sb, "\n# Task (setpoint)\n\n%s\n", task ? task : "");
 	rc = al_write_state(path, sb.buf, sb.len);
@@ -256,6 +331,7 @@ void al_node_state_release(struct al_node_state *st)
 	free(st->done);
 	free(st->gate_note);
 	al_breaker_release(&st->breaker);
+	sessions_release(st);
 	memset(st, 0, sizeof(*st));
 }
 

@@ -110,10 +110,10 @@ expect_in "$(cat "$CALLS/0-claude.stdin")" "Write your output to: $nodes/control
 # --- codex: its own model from the map, no tools ------------------------
 run_preset codex
 expect_eq "$(argv_of 0-codex)" \
-	"exec --model=gpt-5 --sandbox workspace-write --ephemeral --skip-git-repo-check --color never --json - " \
+	"exec --model=gpt-5 --sandbox workspace-write --color never --ephemeral --skip-git-repo-check --json - " \
 	"codex controller: the codex entry of the model map"
 expect_eq "$(argv_of 1-codex)" \
-	"exec --sandbox workspace-write --ephemeral --skip-git-repo-check --color never --json - " \
+	"exec --sandbox workspace-write --color never --ephemeral --skip-git-repo-check --json - " \
 	"codex actuator: no model, no tool flags"
 expect_in "$(argv_of 2-codex)" "exec --model=gpt-5-mini " \
 	"the converging codex controller gets the codex entry of models.converge"

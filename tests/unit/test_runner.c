@@ -219,8 +219,82 @@ Test(runner, codex_runs_ephemeral_and_takes_no_tools)
 				    .commands = true };
 
 	assert_preset("codex", &v,
-		      "[codex] [exec] [--model=gpt-5] [--sandbox] [workspace-write] [--ephemeral] "
-		      "[--skip-git-repo-check] [--color] [never] [--json] [-]");
+		      "[codex] [exec] [--model=gpt-5] [--sandbox] [workspace-write] [--color] [never] "
+		      "[--ephemeral] [--skip-git-repo-check] [--json] [-]");
+}
+
+/*
+ * {session}: a fresh agent's CLI keeps no session; one that continues its
+ * session keeps it, and resumes it once it has an id.
+ */
+Test(runner, each_preset_continues_a_session_its_own_way)
+{
+	static const struct {
+		const char *runner, *fresh, *first, *resumed;
+	} cases[] = {
+		{ "claude",
+		  "[claude] [-p] [--permission-mode] [acceptEdits] [--no-session-persistence] "
+		  "[--output-format] [stream-json] [--verbose]",
+		  "[claude] [-p] [--permission-mode] [acceptEdits] [--output-format] [stream-json] "
+		  "[--verbose]",
+		  "[claude] [-p] [--permission-mode] [acceptEdits] [--resume] [S-1] "
+		  "[--output-format] [stream-json] [--verbose]" },
+		{ "codex",
+		  "[codex] [exec] [--sandbox] [workspace-write] [--color] [never] [--ephemeral] "
+		  "[--skip-git-repo-check] [--json] [-]",
+		  "[codex] [exec] [--sandbox] [workspace-write] [--color] [never] "
+		  "[--skip-git-repo-check] [--json] [-]",
+		  /* resume does not take the sandbox of exec: it is given again */
+		  "[codex] [exec] [--sandbox] [workspace-write] [--color] [never] [resume] [S-1] "
+		  "[-c] [sandbox_mode=\"workspace-write\"] [--skip-git-repo-check] [--json] [-]" },
+		{ "gemini",
+		  "[gemini] [--approval-mode] [auto_edit] [--skip-trust] [--output-format] [json] "
+		  "[--prompt] [Carry out the instructions given above.]",
+		  "[gemini] [--approval-mode] [auto_edit] [--skip-trust] [--output-format] [json] "
+		  "[--prompt] [Carry out the instructions given above.]",
+		  "[gemini] [--approval-mode] [auto_edit] [--skip-trust] [--resume] [S-1] "
+		  "[--output-format] [json] [--prompt] [Carry out the instructions given above.]" },
+		{ "opencode", "[opencode] [run] [--format] [json]", "[opencode] [run] [--format] [json]",
+		  "[opencode] [run] [--session] [S-1] [--format] [json]" },
+		{ "aider", NULL, NULL, NULL },
+	};
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(cases); i++) {
+		struct al_runner_vars fresh = { .session = "S-1" }; /* an id alone continues nothing */
+		struct al_runner_vars first = { .session_keep = true };
+		struct al_runner_vars resumed = { .session_keep = true, .session = "S-1" };
+		char *a = preset(cases[i].runner, &fresh), *b = preset(cases[i].runner, &first);
+		char *c = preset(cases[i].runner, &resumed);
+
+		if (!cases[i].fresh) { /* aider prints text: no session at all */
+			cr_assert_str_eq(a, b);
+			cr_assert_str_eq(b, c);
+			cr_assert_null(strstr(c, "S-1"));
+		} else {
+			cr_assert_str_eq(a, cases[i].fresh, "%s", cases[i].runner);
+			cr_assert_str_eq(b, cases[i].first, "%s", cases[i].runner);
+			cr_assert_str_eq(c, cases[i].resumed, "%s", cases[i].runner);
+		}
+		free(a);
+		free(b);
+		free(c);
+	}
+}
+
+Test(runner, a_flows_runner_places_the_session_where_its_template_says)
+{
+	static const char *const tmpl[] = { "my-cli", "{session}", "--json", NULL };
+	struct al_runner r = { .name = "mine", .argv = tmpl, .output = AL_STREAM_CLAUDE };
+	struct al_runner_vars v = { .session_keep = true, .session = "abc" };
+	char *got = joined(al_runner_argv(&r, &v));
+
+	cr_assert_str_eq(got, "[my-cli] [--resume] [abc] [--json]");
+	free(got);
+	r.output = AL_STREAM_TEXT; /* text names no session: nothing to resume */
+	got = joined(al_runner_argv(&r, &v));
+	cr_assert_str_eq(got, "[my-cli] [--json]");
+	free(got);
+	cr_assert(al_runner_uses(&r, "session"));
 }
 
 Test(runner, gemini_gets_the_shell_only_where_commands_may_run)

@@ -5,6 +5,7 @@
 #include "ailoop/exec/exec.h"
 #include "ailoop/proc/proc.h"
 #include "ailoop/proc/usage.h"
+#include "ailoop/store/state.h"
 
 /*
  * One agent at work: its prompt (the agent file's body with placeholders
@@ -34,6 +35,11 @@ struct al_call_ctx {
 	int64_t deadline_ms;    /* the node's deadline, 0 = none */
 	bool keep_output;       /* the caller writes the output file itself */
 	const char *cwd;        /* where the agent runs (absolute); NULL: here */
+	/*
+	 * Where the agent's CLI session is kept, for an agent of `session:
+	 * continue` (its node's state); NULL: nowhere, every call is fresh.
+	 */
+	struct al_node_state *sessions;
 };
 
 struct al_call {
@@ -56,6 +62,9 @@ struct al_call {
 	const struct al_flow *flow; /* its prices */
 	const char *model;        /* the model asked for, or NULL: the CLI's own */
 	struct al_spend *spend;   /* where its cost is added; may be NULL */
+	char *session_key;        /* its entry in ctx->sessions, for an agent that continues */
+	char *resumed;            /* the session it continues, or NULL: a new one */
+	bool session_lost;        /* the CLI could not find that session (al_call_refresh) */
 };
 
 /*
@@ -84,6 +93,12 @@ int al_call_finish(struct al_call *call);
  * `rc` is returned as it is.
  */
 int al_call_reformat(struct al_exec *ex, struct al_call *call, int rc);
+/*
+ * `rc`, what finishing `call` returned: a call that continued a session
+ * its CLI could not find (session_lost) is run once more in a new
+ * session, with a warning; any other `rc` is returned as it is.
+ */
+int al_call_refresh(struct al_exec *ex, struct al_call *call, int rc);
 void al_call_release(struct al_call *call);
 
 /*

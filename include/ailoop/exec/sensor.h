@@ -28,9 +28,11 @@ struct al_readings {
  * AL_EINTR, or AL_EAGENT if an agent sensor failed (message set). A command
  * sensor whose command cannot run (exit 126 or 127, the shell's "not
  * found") is AL_ENORUNNER at the node's `first` measurement, AL_EAGENT later.
+ * The sessions of sensors that continue theirs are kept in `sessions`.
  */
 int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const char *dir,
-		       const char *label, const char *task, int64_t deadline, bool first);
+		       const char *label, const char *task, int64_t deadline, bool first,
+		       struct al_node_state *sessions);
 /* Working memory's sensors.<name>.* as the output files say (a measurement not run again). */
 int al_sensors_remember(struct al_exec *ex, const struct al_node *node, const char *dir);
 /* Writes "pending" outputs: a child entered without a baseline measurement. */

@@ -60,6 +60,13 @@ struct al_agent {
 	struct al_pos command_pos; /* of its value */
 	int timeout;             /* seconds, 0 = the flow's default */
 	int format_retries;      /* -1 = the flow's default (format_retries below) */
+	/*
+	 * `session: continue`: each call of this agent in a node continues the
+	 * CLI session of its previous call there (runner.h, {session});
+	 * `fresh` (the default): every call starts a new one.
+	 */
+	bool session_continue;
+	struct al_pos session_pos; /* of the value */
 	const char *target;
 	struct al_metric *metrics;
 	size_t nmetrics;
@@ -69,6 +76,8 @@ struct al_agent {
 	const char *body; /* the prompt (points into text) */
 	size_t body_len;
 };
+
+extern const char *const al_session_names[2]; /* "fresh", "continue" */
 
 /* The agents a flow refers to, each loaded once. */
 struct al_agents {

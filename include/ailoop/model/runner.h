@@ -18,6 +18,16 @@
  * tools. The prompt goes to standard input, is the last argument ({prompt}
  * where the template says), or is a file whose path is the last argument
  * ({prompt-file} where the template says).
+ *
+ * {session}, an argument of its own, becomes the arguments that carry an
+ * agent's CLI session for the runner's output format (al_runner_vars):
+ * for an agent of `session: fresh`, those that keep no session
+ * (claude-json --no-session-persistence, codex-json --ephemeral); for one
+ * of `session: continue` with the id of its previous call, those that
+ * resume it (claude-json and gemini-json --resume ID, opencode-json
+ * --session ID, codex-json `resume ID -c sandbox_mode="workspace-write"`
+ * after `exec` and its own options, as resume does not inherit the
+ * sandbox); else nothing.
  */
 enum al_prompt_mode { AL_PROMPT_STDIN, AL_PROMPT_ARG, AL_PROMPT_FILE };
 
@@ -95,6 +105,8 @@ struct al_runner_vars {
 	bool commands;           /* its role may run commands: sensor, actuator, action */
 	const char *prompt;      /* for prompt: arg */
 	const char *prompt_file; /* for prompt: file */
+	bool session_keep;       /* the agent continues its sessions: none is thrown away */
+	const char *session;     /* the session to resume ({session}), or NULL */
 };
 
 /*

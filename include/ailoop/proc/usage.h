@@ -45,5 +45,12 @@ struct al_usage {
 /* Reads `out`, what a CLI printed in `format` (runner.h), into `u` (AL_USAGE_INIT). */
 void al_usage_read(struct al_usage *u, enum al_stream format, const char *out, size_t len);
 void al_usage_release(struct al_usage *u);
+/*
+ * True if what a CLI printed says the session it was to resume does not
+ * exist: claude's "No conversation found with session ID", codex's "no
+ * rollout found for thread id", gemini's "Error resuming session",
+ * opencode's "Session not found".
+ */
+bool al_usage_session_lost(const char *out, size_t len);
 
 #endif

@@ -45,6 +45,12 @@ struct al_breaker {
 
 void al_breaker_release(struct al_breaker *b);
 
+/* An agent's CLI session, continued by its next call (`session: continue`). */
+struct al_session {
+	char *who; /* "controller", "actuator", "action", "sensor-<name>" */
+	char *id;  /* the CLI's session id */
+};
+
 struct al_node_state {
 	char *run_id;
 	char *node_id;
@@ -81,6 +87,9 @@ struct al_node_state {
 	/* loops */
 	struct al_breaker breaker; /* the circuit breaker (breaker.h) */
 	char *gate_note;       /* sensor-form loop: why the exit gate refused, for the controller */
+	/* the sessions its agents continue (`sessions:`), kept from one entry to the next */
+	struct al_session *sessions;
+	size_t nsessions;
 };
 
 /* Reads a node's state. AL_ENOTFOUND if absent, AL_EINVALID if damaged. */
@@ -92,6 +101,12 @@ int al_node_state_parse(struct al_node_state *st, const char *name, const char *
 int al_node_state_write(struct al_node_state *st, const char *path, const char *task);
 void al_node_state_release(struct al_node_state *st);
 bool al_node_state_final(const struct al_node_state *st);
+/* The session `who` continues, or NULL. */
+const char *al_node_state_session(const struct al_node_state *st, const char *who);
+/* Keeps `id` as the session `who` continues; NULL forgets it. */
+void al_node_state_set_session(struct al_node_state *st, const char *who, const char *id);
+/* Moves the sessions of `from` into `to` (whose own are let go). */
+void al_node_state_move_sessions(struct al_node_state *to, struct al_node_state *from);
 
 struct al_run_state {
 	char *run_id;
