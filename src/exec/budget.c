@@ -338,10 +338,8 @@ static int wait_until(struct al_exec *ex, int64_t until, const char *what, int64
 	return rc ? rc : al_signals_count() ? AL_EINTR : 0;
 }
 
-static int blocked(struct al_exec *ex, const char *limit, const char *what, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int blocked(struct al_exec *ex, const char *limit, const char *what, const char *fmt, ...)
+int al_budget_blocked(struct al_exec *ex, const char *limit, const char *how, const char *what,
+		      const char *fmt, ...)
 {
 	struct al_strbuf msg = AL_STRBUF_INIT;
 	va_list ap;
@@ -352,12 +350,15 @@ static int blocked(struct al_exec *ex, const char *limit, const char *what, cons
 	va_end(ap);
 	al_run_event(ex->run, "budget_exhausted", "{s:s, s:s, s:s}", "limit", limit, "call", what,
 		     "message", msg.buf);
-	rc = al_err(AL_EBLOCKED, "%s, before %s: raise 'limits.%s' in %s and continue with "
-		    "'ailoop resume %s'", msg.buf, what, limit, ex->flow->file,
-		    ex->run->st.run_id);
+	rc = al_err(AL_EBLOCKED, "%s, before %s: %s in %s and continue with 'ailoop resume %s'",
+		    msg.buf, what, how, ex->flow->file, ex->run->st.run_id);
 	al_strbuf_release(&msg);
 	return rc;
 }
+
+/* A spent budget of `limits:`: the advice is to raise it there. */
+#define blocked(ex, limit, what, ...) \
+	al_budget_blocked(ex, limit, "raise 'limits." limit "'", what, __VA_ARGS__)
 
 /* The record this process reads before each call (a forked sibling starts with its parent's). */
 static struct calls_seen seen;

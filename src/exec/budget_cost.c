@@ -6,7 +6,6 @@
 
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -74,27 +73,6 @@ static void sum(const struct al_strbuf *record, const char *top, struct spent *s
 	}
 }
 
-static int spent_out(struct al_exec *ex, const char *where, const char *how, const char *what,
-		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static int spent_out(struct al_exec *ex, const char *where, const char *how, const char *what,
-		     const char *fmt, ...)
-{
-	struct al_strbuf msg = AL_STRBUF_INIT;
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	al_strbuf_vaddf(&msg, fmt, ap);
-	va_end(ap);
-	al_run_event(ex->run, "budget_exhausted", "{s:s, s:s, s:s}", "limit", where, "call", what,
-		     "message", msg.buf);
-	rc = al_err(AL_EBLOCKED, "%s, before %s: %s in %s and continue with 'ailoop resume %s'",
-		    msg.buf, what, how, ex->flow->file, ex->run->st.run_id);
-	al_strbuf_release(&msg);
-	return rc;
-}
-
 /* The budget `usd`/`tokens` of node `node` (NULL: the run's limits) against `s`. */
 static int check(struct al_exec *ex, const struct spent *s, double usd, long long tokens,
 		 const char *node, const char *what)
@@ -111,10 +89,10 @@ static int check(struct al_exec *ex, const struct spent *s, double usd, long lon
 		snprintf(where, sizeof(where), "limits.%s", money ? "max_cost_usd" : "max_tokens");
 	snprintf(how, sizeof(how), "raise %s", where);
 	if (money)
-		return spent_out(ex, where, how, what, "cost budget spent: $%.4f for %ld call%s%s, "
+		return al_budget_blocked(ex, where, how, what, "cost budget spent: $%.4f for %ld call%s%s, "
 				 "%s is $%.4f", s->usd, s->calls, s->calls == 1 ? "" : "s",
 				 s->unknown ? " (and some of unknown cost)" : "", where, usd);
-	return spent_out(ex, where, how, what, "token budget spent: %lld tokens for %ld call%s, "
+	return al_budget_blocked(ex, where, how, what, "token budget spent: %lld tokens for %ld call%s, "
 			 "%s is %lld", s->tokens, s->calls, s->calls == 1 ? "" : "s", where, tokens);
 }
 
@@ -135,7 +113,7 @@ int al_budget_cost_check(struct al_exec *ex, const struct al_node *node, const c
 	if ((rc = check(ex, &s, f->max_cost_usd, f->max_tokens, NULL, what)) < 0)
 		goto done;
 	if (f->unknown_cost_blocks && f->max_cost_usd > 0 && s.unknown) {
-		rc = spent_out(ex, "limits.unknown_cost", "give their models a price under 'prices:' "
+		rc = al_budget_blocked(ex, "limits.unknown_cost", "give their models a price under 'prices:' "
 			       "or set limits.unknown_cost: count", what,
 			       "%ld agent call%s of unknown cost, and limits.unknown_cost is block",
 			       s.unknown, s.unknown == 1 ? "" : "s");

@@ -63,6 +63,14 @@ int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms)
  */
 #define AL_COST_FILE AL_RUN_AGENTS_DIR "/agent-costs"
 
+/*
+ * A spent budget (`limit` names it in the "budget_exhausted" event; `how`
+ * says how to go on): AL_EBLOCKED, with the message of `fmt` and the way
+ * to continue the run.
+ */
+int al_budget_blocked(struct al_exec *ex, const char *limit, const char *how, const char *what,
+		      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 void al_budget_cost_record(struct al_run *run, const char *node_path, double usd,
 			   long long tokens, const char *kind);
 /*
