@@ -125,7 +125,11 @@ for r in $runners; do
 	line=$(sed -n "s/^ *\\$ \\($r .*\\)/\\1/p" "$TEST_TMP/dry-run" |
 		sed -e 's/ < <prompt>$//' -e "s/'<prompt-file>'/PROMPT-FILE/" -e "s/'\\(--[a-zA-Z]*=TOOLS\\)'/\\1/" \
 			-e 's/--tools=TOOLS/--tools=TOOL-NAMES/' -e 's/--approval-mode auto_edit/--approval-mode MODE/' \
-			-e 's|=provider/MODEL|=MODEL|')
+			-e 's|=provider/MODEL|=MODEL|' \
+			-e 's/ --no-session-persistence / SESSION /' -e 's/ --ephemeral / SESSION /' \
+			-e 's/--skip-trust --output/--skip-trust SESSION --output/' \
+			-e 's/^opencode run --model=MODEL /opencode run --model=MODEL SESSION /')
+	# (SESSION: what a fresh agent's session: gives, as the README's table writes it)
 	[ -n "$line" ] && pass || fail "--dry-run shows the $r preset's command line"
 	grep -qF "| \`$r\` | \`$line\` |" "$AILOOP_SRC/README.md" && pass ||
 		fail "README: the $r preset's command line is [$line]"
