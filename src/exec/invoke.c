@@ -123,12 +123,14 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	if ((rc = al_write_in_place(call->prompt_path, call->prompt.buf, call->prompt.len)) < 0)
 		goto done;
 	/*
-	 * No earlier output may pass for this call's: removed, not emptied, so
-	 * that any CLI's write tool creates it (Claude Code's Write refuses to
-	 * overwrite a file the agent has not read); nor may a directory an agent
-	 * left at the output path
+	 * No earlier output may pass for this call's, nor a directory an agent
+	 * left at the output path. A CLI's is removed, so that its write tool
+	 * creates it (Claude Code's Write refuses to overwrite a file the agent
+	 * has not read); a script's is emptied in place, which spares ext4 an
+	 * inode freed and made again (0.4 ms of an iteration, fsync on)
 	 */
-	if (!c->keep_output && (rc = al_remove_tree(c->output)) < 0)
+	if (!c->keep_output && (rc = al_agent_is_command(a) ? al_empty_path(c->output)
+							    : al_remove_tree(c->output)) < 0)
 		goto done;
 	if (c->keep_output && al_dir_exists(c->output)) {
 		al_as_is_note(c->output); /* an agent's directory there: committed as gone */
