@@ -9,14 +9,6 @@ const char *const al_prompt_mode_names[3] = { "stdin", "arg", "file" };
 const char *const al_stream_names[5] = { "text", "claude-json", "codex-json", "gemini-json",
 					 "opencode-json" };
 
-int al_stream_find(const char *name)
-{
-	for (int i = 0; i < (int)AL_ARRAY_SIZE(al_stream_names); i++)
-		if (!strcmp(name, al_stream_names[i]))
-			return i;
-	return -1;
-}
-
 /*
  * Flags checked against each CLI's --help: claude 2.1, codex exec 0.171,
  * gemini 0.61, opencode run 1.18 (each run for real by tests/cli/t75,

@@ -38,9 +38,6 @@ enum al_stream { AL_STREAM_TEXT, AL_STREAM_CLAUDE, AL_STREAM_CODEX, AL_STREAM_GE
 /* "text", "claude-json", "codex-json", "gemini-json", "opencode-json" */
 extern const char *const al_stream_names[5];
 
-/* The stream format named `name`; -1 if none is. */
-int al_stream_find(const char *name);
-
 /* Which models a runner's program takes; ANY for runners a flow defines. */
 enum al_models {
 	AL_MODELS_ANY,
