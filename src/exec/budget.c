@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -114,7 +115,66 @@ static bool parse_time(const char *line, size_t len, int64_t *out)
 	return true;
 }
 
-/* Names a line of the record that is no time, once: each line is read once. */
+/* Whether `s` (`len` bytes) is 1 to `max` digits. */
+static bool digits(const char *s, size_t len, size_t max)
+{
+	if (!len || len > max)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+/*
+ * Whether `s` (`len` bytes) is what follows a call's start time on the line
+ * written when it ended: "USD KIND IN OUT" (al_budget_call_end), dollars
+ * of up to 1e9, reported|estimated|unknown, and two counts of tokens.
+ */
+static bool parse_cost(const char *s, size_t len)
+{
+	static const char *const kinds[] = { "reported", "estimated", "unknown" };
+	const char *end = s + len, *f[4];
+	size_t n[4], k = 0, point;
+	bool kind = false;
+
+	for (const char *p = s; k < 4; k++) {
+		const char *sp = memchr(p, ' ', (size_t)(end - p));
+
+		f[k] = p;
+		n[k] = (size_t)((sp ? sp : end) - p);
+		if (!sp) {
+			k++;
+			break;
+		}
+		p = sp + 1;
+	}
+	if (k != 4 || f[3] + n[3] != end)
+		return false;
+	for (size_t i = 0; i < AL_ARRAY_SIZE(kinds); i++)
+		kind |= n[1] == strlen(kinds[i]) && !memcmp(f[1], kinds[i], n[1]);
+	for (point = 0; point < n[0] && f[0][point] != '.'; point++)
+		;
+	/* up to 1e9 dollars: nine digits, then a fraction of up to nine */
+	return kind && digits(f[0], point, 9) &&
+	       (point == n[0] || digits(f[0] + point + 1, n[0] - point - 1, 9)) &&
+	       digits(f[2], n[2], 15) && digits(f[3], n[3], 15);
+}
+
+/*
+ * A line of the record: a call's start (a time alone: *call), or its end
+ * (the time, then its cost: not a call). False if it is neither.
+ */
+static bool parse_line(const char *line, size_t len, int64_t *t, bool *call)
+{
+	const char *sp = memchr(line, ' ', len);
+	size_t n = sp ? (size_t)(sp - line) : len;
+
+	*call = !sp;
+	return parse_time(line, n, t) && (!sp || parse_cost(sp + 1, len - n - 1));
+}
+
+/* Names a line of the record that is no call's, once: each line is read once. */
 static void bad_line(struct al_progress *p, const char *path, long n, const char *line,
 		     size_t len)
 {
@@ -128,8 +188,8 @@ static void bad_line(struct al_progress *p, const char *path, long n, const char
 		shown[k] = line[k] >= ' ' && line[k] < 0x7f ? line[k] : '?';
 	shown[k] = '\0';
 	al_progress_end(p);
-	fprintf(stderr, "ailoop: warning: ignoring line %ld of '%s': '%s%s' is not a time\n", n,
-		path, shown, k < len ? "..." : "");
+	fprintf(stderr, "ailoop: warning: ignoring line %ld of '%s': '%s%s' is not a %s\n", n,
+		path, shown, k < len ? "..." : "", memchr(line, ' ', len) ? "call's record" : "time");
 }
 
 /*
@@ -180,11 +240,12 @@ static int seen_update(struct calls_seen *s, int fd, const char *path, int64_t n
 		char *nl = memchr(sb.buf + i, '\n', end - i);
 		size_t len = (size_t)(nl - sb.buf) - i;
 		int64_t t;
+		bool call;
 
 		s->lines++;
-		if (!parse_time(sb.buf + i, len, &t)) {
+		if (!parse_line(sb.buf + i, len, &t, &call)) {
 			bad_line(p, path, s->lines, sb.buf + i, len);
-		} else {
+		} else if (call) {
 			s->calls++;
 			if (t > now - HOUR)
 				seen_add(s, t < now ? t : now);
@@ -363,7 +424,8 @@ int al_budget_blocked(struct al_exec *ex, const char *limit, const char *how, co
 /* The record this process reads before each call (a forked sibling starts with its parent's). */
 static struct calls_seen seen;
 
-int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms)
+int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms,
+		      int64_t *started)
 {
 	const struct al_flow *f = ex->flow;
 	char *path = al_xprintf("%s/" AL_BUDGET_FILE, ex->run->dir);
@@ -428,11 +490,35 @@ int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms)
 		len = snprintf(line, sizeof(line), "%lld\n", (long long)now);
 		if (write(fd, line, (size_t)len) != len)
 			rc = al_err(AL_ERROR, "cannot write '%s': %s", path, strerror(errno));
+		else if (started)
+			*started = now;
 		break;
 	}
 	close(fd); /* and the lock with it */
 	free(path);
 	return rc;
+}
+
+void al_budget_call_end(struct al_run *run, int64_t started, double usd, const char *kind,
+			long long in, long long out)
+{
+	char *path = al_xprintf("%s/" AL_BUDGET_FILE, run->dir), line[128];
+	int fd = al_open_run_file(path, O_RDWR | O_APPEND, "the record of agent calls"), len;
+
+	len = snprintf(line, sizeof(line), "%lld %.6f %s %lld %lld\n", (long long)started,
+		       isfinite(usd) && usd >= 0 && usd < 1e9 ? usd : 0, kind, in, out);
+	/*
+	 * Under the lock, as a call's start is written: a reader cuts off a
+	 * line it finds torn. A record lost (a full disk) is a cost not shown
+	 * there, not a run stopped: the cost budgets keep their own.
+	 */
+	if (fd >= 0) {
+		ssize_t w = flock(fd, LOCK_EX) == 0 ? write(fd, line, (size_t)len) : -1;
+
+		(void)w;
+		close(fd);
+	}
+	free(path);
 }
 
 bool al_rate_limited(const struct al_flow *flow, const struct al_proc_result *r)

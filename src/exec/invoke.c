@@ -260,7 +260,8 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 		char *what = call_name(c);
 
 		if ((rc = al_budget_cost_check(ex, c->node, what)) == 0)
-			rc = stopped_waiting(call, al_budget_acquire(ex, what, c->deadline_ms));
+			rc = stopped_waiting(call, al_budget_acquire(ex, what, c->deadline_ms,
+								     &call->started));
 		free(what);
 	}
 done:
@@ -396,6 +397,9 @@ static void count_usage(struct al_call *call)
 		al_budget_cost_record(call->run, c->node->path, usd, u->tokens.input +
 				      u->tokens.cache_read + u->tokens.cache_write + u->tokens.output,
 				      kind);
+	if (call->run && call->started)
+		al_budget_call_end(call->run, call->started, usd, kind, u->tokens.input +
+				   u->tokens.cache_read + u->tokens.cache_write, u->tokens.output);
 	if (call->spend) {
 		call->spend->calls++;
 		call->spend->usd += usd;

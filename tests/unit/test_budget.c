@@ -110,16 +110,16 @@ Test(budget, each_call_reads_what_was_appended_since)
 	ex.run = &run;
 	f.max_agent_calls = 5;
 	unit_write(calls, "");
-	cr_assert_eq(al_budget_acquire(&ex, "a", 0), 0);
+	cr_assert_eq(al_budget_acquire(&ex, "a", 0, NULL), 0);
 	append(calls, "100\n200\n");
-	cr_assert_eq(al_budget_acquire(&ex, "b", 0), 0, "4 calls of 5: two a sibling made");
+	cr_assert_eq(al_budget_acquire(&ex, "b", 0, NULL), 0, "4 calls of 5: two a sibling made");
 	append(calls, "30"); /* a sibling killed while it wrote */
-	cr_assert_eq(al_budget_acquire(&ex, "c", 0), 0, "the torn line is no call");
+	cr_assert_eq(al_budget_acquire(&ex, "c", 0, NULL), 0, "the torn line is no call");
 	cr_assert_null(strstr(unit_read(calls), "\n30"), "and is cut off: %s", unit_read(calls));
-	cr_assert_eq(al_budget_acquire(&ex, "d", 0), AL_EBLOCKED, "the fifth call was the last");
+	cr_assert_eq(al_budget_acquire(&ex, "d", 0, NULL), AL_EBLOCKED, "the fifth call was the last");
 	/* a record made anew (shorter than what was read) is read from its start */
 	unit_write(calls, "100\n");
-	cr_assert_eq(al_budget_acquire(&ex, "e", 0), 0);
+	cr_assert_eq(al_budget_acquire(&ex, "e", 0, NULL), 0);
 	if (run.events_fd >= 0)
 		close(run.events_fd);
 }
@@ -169,4 +169,27 @@ Test(budget, a_call_in_the_future_counts_as_made_now)
 		     (long long)(use.wait_until - now));
 	cr_assert_eq(al_budget_read("run", 3, &use), 0);
 	cr_assert_eq(use.wait_until, now - 600 + 3600, "the oldest of the hour still leaves first");
+}
+
+/*
+ * A call's end (its start, then "USD KIND IN OUT") is no call; a line
+ * that begins with a time and goes on otherwise is no record at all.
+ */
+Test(budget, a_call_end_is_no_call)
+{
+	struct al_budget_use use;
+	long long now = (long long)al_budget_now();
+	char text[1024];
+
+	unit_enter_tmpdir();
+	snprintf(text, sizeof(text), "%lld\n%lld 0.031200 reported 12400 1100\n"
+		 "%lld\n%lld 0 unknown 0 0\n"
+		 "%lld 1.5 free 1 2\n%lld -1 unknown 1 2\n%lld 1e3 unknown 1 2\n"
+		 "%lld 1.5 unknown 1\n%lld 1.5 unknown 1 2 3\n%lld 1.5 unknown 1 9999999999999999\n"
+		 "%lld 1234567890.5 estimated 1 2\n%lld 1. estimated 1 2\n",
+		 now - 10, now - 10, now - 5, now - 5, now, now, now, now, now, now, now, now);
+	unit_write("run/" AL_BUDGET_FILE, text);
+	cr_assert_eq(al_budget_read("run", 3, &use), 0);
+	cr_assert_eq(use.calls, 2, "two calls, their ends and the bad lines none: %ld", use.calls);
+	cr_assert_eq(use.calls_last_hour, 2);
 }

@@ -17,8 +17,13 @@
  * logs/agent-calls under an flock: parallel children and resumes add to
  * the same count, and a line torn by a kill is dropped, its call never
  * having started. A line that is not a time (digits alone, up to the year
- * 9999) is no call: al_budget_acquire names it once as a warning. The file is never committed (logs/), so restoring the
- * run's files from git does not give calls back.
+ * 9999) is no call: al_budget_acquire names it once as a warning. A call
+ * whose CLI reported its usage (a JSON stream) adds a line as it ends: its
+ * start time, then "USD KIND IN OUT", its cost in dollars, how that is
+ * known (reported, estimated or unknown) and its tokens in (cache
+ * included) and out; that line is no call, and one whose cost does not
+ * read so is named as the others are. The file is never committed (logs/),
+ * so restoring the run's files from git does not give calls back.
  *
  * - max_agent_calls: calls made in the whole run, over every resume;
  * - max_wall_seconds: the time ailoop has spent on the run (the root
@@ -45,12 +50,20 @@
 /*
  * Before an agent call starts (`what` names it for messages): blocks if a
  * budget is spent, waits while the hourly window is full (no longer than
- * the run's time budget lasts), then records the call. AL_EBLOCKED,
- * AL_EINTR if interrupted while waiting, AL_ETIMEOUT if the node's
- * deadline `deadline_ms` (al_now_ms(); 0: none) came while it waited, or
- * an I/O error.
+ * the run's time budget lasts), then records the call, its start time in
+ * *started (if not NULL). AL_EBLOCKED, AL_EINTR if interrupted while
+ * waiting, AL_ETIMEOUT if the node's deadline `deadline_ms` (al_now_ms();
+ * 0: none) came while it waited, or an I/O error.
  */
-int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms);
+int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms,
+		      int64_t *started);
+/*
+ * After the call that started at `started` ended: its cost `usd`, `kind`
+ * ("reported", "estimated" or "unknown") and tokens `in` and `out`, as a
+ * line of its own. A line lost (a full disk) is a cost not shown there.
+ */
+void al_budget_call_end(struct al_run *run, int64_t started, double usd, const char *kind,
+			long long in, long long out);
 
 /*
  * Cost budgets (budget_cost.c): limits.max_cost_usd and max_tokens for the

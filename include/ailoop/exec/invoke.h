@@ -65,6 +65,7 @@ struct al_call {
 	char *session_key;        /* its entry in ctx->sessions, for an agent that continues */
 	char *resumed;            /* the session it continues, or NULL: a new one */
 	bool session_lost;        /* the CLI could not find that session (al_call_refresh) */
+	int64_t started;          /* its start in logs/agent-calls; 0: not an agent call */
 };
 
 /*
