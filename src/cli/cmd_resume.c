@@ -365,6 +365,22 @@ static char *run_gone_from_tree(struct al_git *git)
 }
 
 /* `lock_fd`: the work tree's lock if the caller holds it, else -1 */
+/*
+ * The newest run, ended: killed after its last commit, it is over, but its
+ * root's episode may not be recorded yet.
+ */
+static void record_ended(struct al_git *git)
+{
+	struct al_run *run = NULL;
+	char **ids = NULL;
+	size_t n = 0;
+
+	if (al_runs_list(&ids, &n) == 0 && n && al_run_open(&run, ids[0]) == 0)
+		al_exec_ended_run_episode(git, run);
+	al_run_free(run);
+	al_runs_list_free(ids, n);
+}
+
 static int resume(const char *id, bool force, bool json, int lock_fd)
 {
 	struct al_diags diags = AL_DIAGS_INIT;
@@ -418,6 +434,7 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 					   "them: put them back, then resume:\n    git checkout HEAD -- "
 					   "%s && ailoop resume %s", picked, AL_RUNS_DIR, picked);
 		} else {
+			record_ended(git);
 			code = al_cli_fail(AL_EXIT_NOINPUT, "no run to resume in %s", AL_RUNS_DIR);
 		}
 		goto done;

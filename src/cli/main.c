@@ -118,6 +118,24 @@ const struct al_command al_commands[] = {
 	  "exit status: 0 done; 1 get: the key has no value; 64 usage error (also a bad\n"
 	  "key or bad JSON, and outside a run: AILOOP_RUN_DIR not set); 66 the run\n"
 	  "directory does not exist; 70 the memory file cannot be read or written.\n" },
+	{ "episodes", cmd_episodes,
+	  "list [--node PATH] [--json] | show ID | forget ID... | forget --before DATE | "
+	  "forget --run RUN-ID",
+	  "list, show and forget the episodes of finished nodes, kept across runs",
+	  "Each node that ends (a loop at its verdict, an action at its result) leaves an\n"
+	  "episode: its goal, the run's task, its outcome, steps, summaries, commits and\n"
+	  "cost. They are kept in git under refs/ailoop/episodes, on no branch: deleting\n"
+	  "a run's branch loses none, and git push origin 'refs/ailoop/*' shares them.\n"
+	  "  list             one line per episode, oldest first: id, date, outcome,\n"
+	  "                   node, run, goal; --node PATH only that node's; --json\n"
+	  "  show ID          the whole episode, as JSON\n"
+	  "  forget ID...     takes episodes out (a new commit on the ref; git's history\n"
+	  "                   of the ref keeps them until it is pruned); --before DATE\n"
+	  "                   those that ended before DATE (2026-11-28), --run RUN-ID a\n"
+	  "                   run's\n\n"
+	  "exit status: 0 done; 64 usage error; 65 the episodes' ref is damaged; 66 no\n"
+	  "such episode (show, or an ID of forget: then nothing is forgotten) or not in a\n"
+	  "git repository; 70 the ref cannot be written.\n" },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 

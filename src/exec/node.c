@@ -350,6 +350,8 @@ int al_node_end(struct al_node_run *nr, int rc, struct al_result *res)
 
 	ex->nframes--;
 	ex->resuming = false; /* a frame ended: the stack the run was resumed at is passed */
+	if (rc == 0)
+		al_node_episode(nr);
 	if (rc == 0 && !strcmp(nr->st.status, "error")) /* fail-fast: the run ends here */
 		rc = al_err(AL_EAGENT, "%s", nr->st.summary ? nr->st.summary : "agent error");
 	if (rc == 0) {

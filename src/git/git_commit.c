@@ -45,6 +45,21 @@ static int signature(git_signature **out, git_repository *repo, const char *who)
 	return rc;
 }
 
+int al_git_identity(struct al_git *g)
+{
+	if (g->author)
+		return 0;
+	if (signature(&g->author, g->repo, "AUTHOR") < 0 ||
+	    signature(&g->committer, g->repo, "COMMITTER") < 0) {
+		git_signature_free(g->author);
+		g->author = NULL;
+		return al_git_fail("cannot make the commit's signature");
+	}
+	/* the reflog's, as git writes it: found once, not in the config at each move */
+	git_repository_set_ident(g->repo, g->committer->name, g->committer->email);
+	return 0;
+}
+
 /*
  * Moves the branch HEAD names (or a detached HEAD) from `old` to the new
  * commit, as `git commit` does, reflog and all; it fails if anything else
@@ -137,15 +152,8 @@ int al_git_commit_all(struct al_git *g, const char *message, const char *own_dir
 		goto done;
 	}
 	al_crash_point("staged");
-	if (!g->author) {
-		if (signature(&g->author, g->repo, "AUTHOR") < 0 ||
-		    signature(&g->committer, g->repo, "COMMITTER") < 0) {
-			rc = al_git_fail("cannot make the commit's signature");
-			goto done;
-		}
-		/* the reflog's, as git writes it: found once, not in the config at each move */
-		git_repository_set_ident(g->repo, g->committer->name, g->committer->email);
-	}
+	if ((rc = al_git_identity(g)) < 0)
+		goto done;
 	/* the time of each commit is its own */
 	if (git_signature_new(&author, g->author->name, g->author->email, time(NULL), 0) < 0 ||
 	    git_signature_new(&committer, g->committer->name, g->committer->email, time(NULL),

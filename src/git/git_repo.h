@@ -107,6 +107,12 @@ int al_git_recent_write_new(struct al_git_recent *r, const git_oid *id, const vo
 void al_git_recent_begin(struct al_git_recent *r);
 void al_git_recent_end(struct al_git_recent *r);
 
+/*
+ * Who commits (g->author, g->committer): from the environment, then the
+ * config, then ailoop's own; worked out once.
+ */
+int al_git_identity(struct al_git *g);
+
 /* An error from libgit2's last one, `what` first: AL_ERROR. */
 int al_git_fail(const char *what);
 

@@ -42,6 +42,7 @@ int cmd_status(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_memory(int argc, char **argv);
+int cmd_episodes(int argc, char **argv);
 int cmd_setup(int argc, char **argv);
 
 /*

@@ -182,6 +182,19 @@ bool al_node_committed(struct al_node_run *nr);
  * Returns `rc`, or an error of its own.
  */
 int al_node_end(struct al_node_run *nr, int rc, struct al_result *res);
+/*
+ * Records the episode of a node that ended (episode.c), after its end is
+ * durable and before its parent moves on: a kill in between records it
+ * when the resumed parent ends the node again. Never fails the run: a
+ * store it cannot write is a warning.
+ */
+void al_node_episode(struct al_node_run *nr);
+/*
+ * The root's episode of `run`, ended (its status final), if a kill after
+ * its last commit kept it from being recorded: `ailoop resume` finds no
+ * run to resume then, and records it.
+ */
+void al_exec_ended_run_episode(struct al_git *g, struct al_run *run);
 /* Whether the node runs with deadline passed (then it should end in timeout). */
 bool al_node_timed_out(const struct al_node_run *nr);
 /* Child of a node's iteration label: "<parent>.<k>", or "<k>" at the top. */

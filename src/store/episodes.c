@@ -1,0 +1,450 @@
+#include "ailoop/store/episodes.h"
+#include "ailoop/git/refstore.h"
+#include "ailoop/base/alloc.h"
+#include "ailoop/base/sha256.h"
+#include "ailoop/base/util.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Each finished node's episode, under refs/ailoop/episodes (episodes.h). */
+
+/* how often a writer reads a ref that moved under it again before it gives up */
+#define MOVED_RETRIES 50
+
+void al_episode_id(char out[13], const char *run, const char *node, const char *instance)
+{
+	char *text = al_xprintf("%s\n%s\n%s", run, node, instance ? instance : "");
+	char hex[65];
+
+	al_sha256_hex(text, strlen(text), hex);
+	memcpy(out, hex, 12);
+	out[12] = '\0';
+	free(text);
+}
+
+const char *al_episode_outcome(const char *status)
+{
+	if (!strcmp(status, "complete"))
+		return "success";
+	return !strcmp(status, "blocked") ? "blocked" : "failure";
+}
+
+/*
+ * A text field as UTF-8 that holds no TAB, CR or LF (a line of the index
+ * stays one line of nine fields), at most `max` bytes, cut between
+ * characters. Caller frees.
+ */
+static char *field(const char *s, size_t max)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	size_t start = 0;
+
+	al_utf8_repair(&sb, s ? s : "", strlen(s ? s : ""));
+	for (size_t i = 0; i < sb.len; i++)
+		if (sb.buf[i] == '\t' || sb.buf[i] == '\r' || sb.buf[i] == '\n')
+			sb.buf[i] = ' ';
+	/* a task's last newline is no part of it */
+	al_strbuf_rtrim(&sb);
+	while (sb.buf[start] == ' ')
+		start++;
+	memmove(sb.buf, sb.buf + start, sb.len - start + 1);
+	al_utf8_cut(sb.buf, max);
+	return al_strbuf_detach(&sb, NULL);
+}
+
+/* Valid UTF-8, at most `max` bytes (0: no limit), NULL kept: for the JSON. Caller frees. */
+static char *text_of(const char *s, size_t max)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	if (!s)
+		return NULL;
+	al_utf8_repair(&sb, s, strlen(s));
+	if (max)
+		al_utf8_cut(sb.buf, max);
+	return al_strbuf_detach(&sb, NULL);
+}
+
+static void line_of(struct al_strbuf *out, const struct al_episode *ep)
+{
+	const char *text[] = { ep->run, ep->node, ep->type, ep->outcome };
+	char *goal = field(ep->goal, AL_EPISODE_GOAL_MAX);
+	char *root = field(ep->root_task, AL_EPISODE_ROOT_TASK_MAX);
+
+	al_strbuf_adds(out, ep->id);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(text); i++) {
+		char *f = field(text[i], 200);
+
+		al_strbuf_addf(out, "\t%s", f);
+		free(f);
+	}
+	al_strbuf_addf(out, "\t%s\t%d\t%s\t%s\n", ep->ended, ep->iterations, goal, root);
+	free(goal);
+	free(root);
+}
+
+/* json_t of a string that may be NULL (null then), made valid UTF-8 and cut at `max`. */
+static json_t *jstr(const char *s, size_t max)
+{
+	char *t = text_of(s, max);
+	json_t *j = t ? json_string(t) : json_null();
+
+	free(t);
+	return j ? j : json_null();
+}
+
+static char *json_of(const struct al_episode *ep)
+{
+	json_t *o = json_object(), *steps = json_array(), *tokens;
+	char *text, *line;
+
+	json_object_set_new(o, "id", json_string(ep->id));
+	json_object_set_new(o, "run", jstr(ep->run, 0));
+	json_object_set_new(o, "node", jstr(ep->node, 0));
+	json_object_set_new(o, "type", jstr(ep->type, 0));
+	json_object_set_new(o, "goal", jstr(ep->goal, AL_EPISODE_GOAL_MAX));
+	json_object_set_new(o, "root_task", jstr(ep->root_task, AL_EPISODE_ROOT_TASK_MAX));
+	json_object_set_new(o, "outcome", jstr(ep->outcome, 0));
+	json_object_set_new(o, "reason", jstr(ep->reason, 0));
+	json_object_set_new(o, "iterations", json_integer(ep->iterations));
+	for (size_t i = 0; i < ep->nsteps; i++) {
+		const struct al_episode_step *s = &ep->steps[i];
+		json_t *step = json_object();
+
+		json_object_set_new(step, "label", jstr(s->label, 0));
+		json_object_set_new(step, "action", jstr(s->action, AL_EPISODE_TEXT_MAX));
+		json_object_set_new(step, "sensors_before", jstr(s->sensors_before, 0));
+		json_object_set_new(step, "sensors_after", jstr(s->sensors_after, 0));
+		json_array_append_new(steps, step);
+	}
+	json_object_set_new(o, "steps", steps);
+	json_object_set_new(o, "summary", jstr(ep->summary, AL_EPISODE_TEXT_MAX));
+	json_object_set_new(o, "reasoning", jstr(ep->reasoning, AL_EPISODE_TEXT_MAX));
+	json_object_set_new(o, "first_commit", jstr(ep->first_commit, 0));
+	json_object_set_new(o, "last_commit", jstr(ep->last_commit, 0));
+	json_object_set_new(o, "started", jstr(ep->started, 0));
+	json_object_set_new(o, "ended", jstr(ep->ended, 0));
+	json_object_set_new(o, "duration_ms", json_integer(ep->duration_ms));
+	json_object_set_new(o, "agent_calls", json_integer(ep->agent_calls));
+	tokens = json_pack("{s:I, s:I}", "input", (json_int_t)ep->tokens_in, "output",
+			   (json_int_t)ep->tokens_out);
+	json_object_set_new(o, "tokens", tokens ? tokens : json_null());
+	json_object_set_new(o, "cost_usd", ep->cost_known ? json_real(ep->cost_usd) : json_null());
+	json_object_set_new(o, "flow_sha256", jstr(ep->flow_sha256, 0));
+	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (!text)
+		al_die_oom();
+	line = al_xprintf("%s\n", text);
+	free(text);
+	return line;
+}
+
+static bool is_id(const char *s, size_t len)
+{
+	if (len != 12)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+void al_episode_lines_free(struct al_episode_line *lines, size_t n)
+{
+	for (size_t i = 0; lines && i < n; i++) {
+		struct al_episode_line *l = &lines[i];
+
+		free(l->id), free(l->run), free(l->node), free(l->type), free(l->outcome);
+		free(l->date), free(l->goal), free(l->root_task);
+	}
+	free(lines);
+}
+
+/* One line's nine fields, or AL_EINVALID. */
+static int parse_line(struct al_episode_line *l, const char *s, size_t len, size_t lineno)
+{
+	const char *f[9];
+	size_t fl[9], k = 0;
+	const char *p = s, *end = s + len;
+	char *iters;
+
+	while (k < 9) {
+		const char *tab = memchr(p, '\t', (size_t)(end - p));
+
+		f[k] = p;
+		fl[k] = (size_t)((tab ? tab : end) - p);
+		k++;
+		if (!tab)
+			break;
+		p = tab + 1;
+	}
+	if (k != 9 || memchr(f[8], '\t', fl[8]) || !is_id(f[0], fl[0]) || memchr(s, '\0', len))
+		return al_err(AL_EINVALID, "line %zu of %s cannot be read", lineno,
+			      AL_EPISODES_INDEX);
+	iters = al_strndup(f[6], fl[6]);
+	l->iterations = atoi(iters);
+	free(iters);
+	l->id = al_strndup(f[0], fl[0]);
+	l->run = al_strndup(f[1], fl[1]);
+	l->node = al_strndup(f[2], fl[2]);
+	l->type = al_strndup(f[3], fl[3]);
+	l->outcome = al_strndup(f[4], fl[4]);
+	l->date = al_strndup(f[5], fl[5]);
+	l->goal = al_strndup(f[7], fl[7]);
+	l->root_task = al_strndup(f[8], fl[8]);
+	return 0;
+}
+
+int al_episodes_parse(const char *text, size_t len, struct al_episode_line **out, size_t *n)
+{
+	struct al_episode_line *lines = NULL;
+	size_t nl = 0, alloc = 0, lineno = 0;
+	const char *p = text, *end = text + len;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = (size_t)((eol ? eol : end) - p);
+
+		lineno++;
+		if (lineno == 1) {
+			if (ll != strlen(AL_EPISODES_HEADER) || memcmp(p, AL_EPISODES_HEADER, ll)) {
+				rc = al_err(AL_EINVALID, "%s does not start with '%s'",
+					    AL_EPISODES_INDEX, AL_EPISODES_HEADER);
+				goto done;
+			}
+		} else if (ll) {
+			if (nl == alloc) {
+				alloc = alloc ? 2 * alloc : 64;
+				lines = al_realloc(lines, alloc * sizeof(*lines));
+			}
+			memset(&lines[nl], 0, sizeof(lines[nl]));
+			if ((rc = parse_line(&lines[nl], p, ll, lineno)) < 0)
+				goto done;
+			nl++;
+		}
+		p = eol ? eol + 1 : end;
+	}
+	if (lineno == 0)
+		rc = al_err(AL_EINVALID, "%s is empty", AL_EPISODES_INDEX);
+done:
+	if (rc < 0) {
+		al_episode_lines_free(lines, nl);
+		return rc;
+	}
+	*out = lines;
+	*n = nl;
+	return 0;
+}
+
+/*
+ * The ref's tip (`tip` "" without the ref) and its index's text (just the
+ * header without it): AL_EINVALID, with what is wrong, if it is damaged.
+ */
+static int read_store(struct al_git *g, char tip[AL_OID_HEX], struct al_strbuf *index)
+{
+	int rc = al_git_ref_tip(g, AL_EPISODES_REF, tip);
+
+	if (rc == AL_ENOTFOUND) {
+		tip[0] = '\0';
+		al_strbuf_addf(index, "%s\n", AL_EPISODES_HEADER);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	if (al_git_read(g, tip, AL_EPISODES_INDEX, index) < 0)
+		return al_err(AL_EINVALID, "'%s' has no %s", AL_EPISODES_REF, AL_EPISODES_INDEX);
+	return 0;
+}
+
+/* Whether the index (checked whole) has a line of `id`; AL_EINVALID if it is damaged. */
+static int index_has(const struct al_strbuf *index, const char *id)
+{
+	struct al_episode_line *lines;
+	size_t n;
+	int rc = al_episodes_parse(index->buf, index->len, &lines, &n);
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (!strcmp(lines[i].id, id))
+			rc = 1;
+	if (rc >= 0)
+		al_episode_lines_free(lines, n);
+	return rc;
+}
+
+/* A writer that found the ref moved waits a moment, a different one each time. */
+static void back_off(int attempt)
+{
+	struct timespec ts = { 0, (long)(1 + rand() % (2 + attempt)) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+int al_episode_record(struct al_git *g, const struct al_episode *ep)
+{
+	struct al_strbuf index = AL_STRBUF_INIT, msg = AL_STRBUF_INIT;
+	char tip[AL_OID_HEX], hex[AL_OID_HEX];
+	char *json = json_of(ep), *path = al_xprintf("runs/%s/%s.json", ep->run, ep->id);
+	char *node = field(ep->node, 200), *run = field(ep->run, 200);
+	int rc = AL_EMOVED;
+
+	srand((unsigned)getpid() ^ (unsigned)time(NULL));
+	al_strbuf_addf(&msg, "episode %s: %s of run %s, %s\n", ep->id, node, run, ep->outcome);
+	for (int attempt = 0; rc == AL_EMOVED && attempt < MOVED_RETRIES; attempt++) {
+		struct al_git_edit edits[2];
+
+		if (attempt)
+			back_off(attempt);
+		al_strbuf_reset(&index);
+		if ((rc = read_store(g, tip, &index)) < 0 || (rc = index_has(&index, ep->id)) != 0)
+			break;
+		line_of(&index, ep);
+		edits[0] = (struct al_git_edit){ AL_EPISODES_INDEX, index.buf, index.len };
+		edits[1] = (struct al_git_edit){ path, json, strlen(json) };
+		al_crash_point("episode written");
+		rc = al_git_ref_append(g, AL_EPISODES_REF, tip, edits, 2, msg.buf, hex);
+		if (rc == 0)
+			al_crash_point("episode recorded");
+	}
+	if (rc == AL_EMOVED)
+		rc = al_err(AL_ERROR, "'%s' kept moving: episode %s is not recorded",
+			    AL_EPISODES_REF, ep->id);
+	al_strbuf_release(&index);
+	al_strbuf_release(&msg);
+	free(json);
+	free(path);
+	free(node);
+	free(run);
+	return rc;
+}
+
+int al_episodes_load(struct al_git *g, struct al_episode_line **out, size_t *n)
+{
+	struct al_strbuf index = AL_STRBUF_INIT;
+	char tip[AL_OID_HEX];
+	int rc = read_store(g, tip, &index);
+
+	*out = NULL;
+	*n = 0;
+	if (rc == 0 && !tip[0])
+		rc = al_err(AL_ENOTFOUND, "no episodes recorded ('%s' does not exist)",
+			    AL_EPISODES_REF);
+	if (rc == 0)
+		rc = al_episodes_parse(index.buf, index.len, out, n);
+	al_strbuf_release(&index);
+	return rc;
+}
+
+int al_episode_show(struct al_git *g, const char *id, struct al_strbuf *out)
+{
+	struct al_episode_line *lines;
+	char tip[AL_OID_HEX];
+	size_t n;
+	int rc = al_episodes_load(g, &lines, &n);
+
+	if (rc == AL_ENOTFOUND)
+		return al_err(AL_ENOTFOUND, "no episode '%s'", id);
+	if (rc < 0)
+		return rc;
+	rc = al_err(AL_ENOTFOUND, "no episode '%s'", id);
+	for (size_t i = 0; i < n; i++) {
+		char *path;
+
+		if (strcmp(lines[i].id, id))
+			continue;
+		path = al_xprintf("runs/%s/%s.json", lines[i].run, lines[i].id);
+		if ((rc = al_git_ref_tip(g, AL_EPISODES_REF, tip)) == 0 &&
+		    (rc = al_git_read(g, tip, path, out)) == AL_ENOTFOUND)
+			rc = al_err(AL_EINVALID, "'%s' has no %s", AL_EPISODES_REF, path);
+		free(path);
+		break;
+	}
+	al_episode_lines_free(lines, n);
+	return rc;
+}
+
+int al_episodes_forget(struct al_git *g, al_episode_pick_fn drop, void *data, size_t *count)
+{
+	struct al_strbuf index = AL_STRBUF_INIT, kept = AL_STRBUF_INIT, msg = AL_STRBUF_INIT;
+	struct al_episode_line *lines = NULL;
+	struct al_git_edit *edits = NULL;
+	char **paths = NULL;
+	char tip[AL_OID_HEX], hex[AL_OID_HEX];
+	size_t n = 0, ne = 0;
+	int rc = AL_EMOVED;
+
+	*count = 0;
+	for (int attempt = 0; rc == AL_EMOVED && attempt < MOVED_RETRIES; attempt++) {
+		const char *p;
+
+		for (size_t i = 0; i < ne; i++)
+			free(paths[i]);
+		al_episode_lines_free(lines, n);
+		lines = NULL;
+		n = ne = 0;
+		al_strbuf_reset(&index);
+		al_strbuf_reset(&kept);
+		if (attempt)
+			back_off(attempt);
+		if ((rc = read_store(g, tip, &index)) < 0)
+			break;
+		if (!tip[0]) {
+			rc = 0;
+			break;
+		}
+		if ((rc = al_episodes_parse(index.buf, index.len, &lines, &n)) < 0)
+			break;
+		free(paths);
+		free(edits);
+		paths = al_calloc(n + 1, sizeof(*paths));
+		edits = al_calloc(n + 1, sizeof(*edits));
+		/* the lines kept as they are, byte for byte */
+		p = memchr(index.buf, '\n', index.len);
+		al_strbuf_add(&kept, index.buf, p ? (size_t)(p - index.buf) + 1 : index.len);
+		for (size_t i = 0; p && i < n; i++) {
+			const char *start = p + 1, *eol;
+
+			while (start < index.buf + index.len && *start == '\n')
+				start++;
+			eol = memchr(start, '\n', (size_t)(index.buf + index.len - start));
+			p = eol;
+			if (!drop(&lines[i], data)) {
+				al_strbuf_add(&kept, start, eol ? (size_t)(eol - start) + 1
+							    : (size_t)(index.buf + index.len - start));
+				continue;
+			}
+			paths[ne] = al_xprintf("runs/%s/%s.json", lines[i].run, lines[i].id);
+			edits[ne] = (struct al_git_edit){ paths[ne], NULL, 0 };
+			ne++;
+		}
+		if (!ne) {
+			rc = 0;
+			break;
+		}
+		edits[ne] = (struct al_git_edit){ AL_EPISODES_INDEX, kept.buf, kept.len };
+		al_strbuf_reset(&msg);
+		al_strbuf_addf(&msg, "forget %zu episodes\n", ne);
+		rc = al_git_ref_append(g, AL_EPISODES_REF, tip, edits, ne + 1, msg.buf, hex);
+		if (rc == 0)
+			*count = ne;
+	}
+	if (rc == AL_EMOVED)
+		rc = al_err(AL_ERROR, "'%s' kept moving: nothing is forgotten", AL_EPISODES_REF);
+	for (size_t i = 0; i < ne; i++)
+		free(paths[i]);
+	free(paths);
+	free(edits);
+	al_episode_lines_free(lines, n);
+	al_strbuf_release(&index);
+	al_strbuf_release(&kept);
+	al_strbuf_release(&msg);
+	return rc;
+}
