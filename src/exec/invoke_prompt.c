@@ -6,6 +6,7 @@
 #include "ailoop/git/git.h"
 #include "ailoop/model/md.h"
 #include "ailoop/model/output.h"
+#include "ailoop/store/episode_recall.h"
 #include "ailoop/store/run.h"
 #include "ailoop/model/runner.h"
 #include "ailoop/base/sha256.h"
@@ -30,6 +31,7 @@ struct fill {
 	const char *task_file;
 	const char *memory;
 	const char *feedback;
+	const char *episodes;
 	struct al_strbuf root_section; /* the run's task, below the root; else "" */
 	char start[AL_OID_HEX];   /* the commit the run started from */
 };
@@ -54,6 +56,7 @@ static const char *placeholder(const struct al_call_ctx *c, const struct al_exec
 		{ "run-id", ex->run->st.run_id },
 		{ "memory-section", f->memory },
 		{ "feedback-section", f->feedback },
+		{ "episodes-section", f->episodes },
 		{ "root-task", ex->run->st.task ? ex->run->st.task : "" },
 		{ "root-task-section", f->root_section.buf },
 		{ "base-branch", ex->run->st.base_branch ? ex->run->st.base_branch : "HEAD" },
@@ -139,12 +142,62 @@ static bool names(const char *p, size_t len, const char *placeholder)
 }
 
 /*
+ * {episodes-section}: past episodes like the node's, for the roles its
+ * `episodes:` gives them to (a loop's actuator, as a parallel node's
+ * resolver, is an action), never the run's own; which ones went to whom
+ * is an "episodes_given" event.
+ */
+static void episodes_section(struct al_strbuf *out, const struct al_call_ctx *c,
+			     const struct al_exec *ex)
+{
+	static const unsigned role_bits[] = {
+		[AL_ROLE_SENSOR] = AL_EPISODES_SENSOR, [AL_ROLE_CONTROLLER] = AL_EPISODES_CONTROLLER,
+		[AL_ROLE_ACTUATOR] = AL_EPISODES_ACTION, [AL_ROLE_ACTION] = AL_EPISODES_ACTION,
+	};
+	const struct al_episodes_config *cfg = &c->node->episodes;
+	struct al_strbuf query = AL_STRBUF_INIT;
+	struct al_episodes_given given = { 0 };
+	struct al_episode_query q = { NULL, ex->run->st.run_id, cfg->include_failures };
+	json_t *ids;
+
+	if (!cfg->enabled || !(cfg->roles & role_bits[c->role]) || !cfg->max_tokens || !ex->git)
+		return;
+	al_episodes_query(&query, c->task, c->node->path, ex->run->st.task);
+	q.text = query.buf;
+	al_episodes_section(out, &given, ex->git, &q, cfg->max_tokens);
+	if (given.n) {
+		ids = json_array();
+		for (size_t i = 0; i < given.n; i++)
+			json_array_append_new(ids, json_string(given.ids[i]));
+		al_run_event(ex->run, "episodes_given", "{s:s, s:s, s:s, s:s?, s:s, s:o, s:I}",
+			     "node", c->node->path, "label", c->label, "role",
+			     al_role_names[c->role], "name", c->name, "agent", c->agent->path,
+			     "ids", ids, "bytes", (json_int_t)given.bytes);
+	}
+	al_episodes_given_release(&given);
+	al_strbuf_release(&query);
+}
+
+/* Whether the paragraph [p, end) is `placeholder` alone, blanks aside. */
+static bool only(const char *p, const char *end, const char *placeholder)
+{
+	size_t len = strlen(placeholder);
+
+	while (p < end && isspace((unsigned char)*p))
+		p++;
+	while (end > p && isspace((unsigned char)end[-1]))
+		end--;
+	return (size_t)(end - p) == len && !memcmp(p, placeholder, len);
+}
+
+/*
  * The end of the paragraph at `p` (its blank line included), and whether it
  * may stand: a paragraph naming {input-path} is left out of the prompt of
- * a call that has no input, so that no sentence points at nothing.
+ * a call that has no input, so that no sentence points at nothing; one of
+ * {episodes-section} alone, when no episode is given, so that no gap is.
  */
 static const char *paragraph(const char *p, const char *end, const struct al_call_ctx *c,
-			     bool *keep)
+			     const struct fill *f, bool *keep)
 {
 	const char *q = p;
 
@@ -158,7 +211,8 @@ static const char *paragraph(const char *p, const char *end, const struct al_cal
 		if (blank)
 			break;
 	}
-	*keep = c->input || !names(p, (size_t)(q - p), "{input-path}");
+	*keep = (c->input || !names(p, (size_t)(q - p), "{input-path}")) &&
+		(*f->episodes || !only(p, q, "{episodes-section}"));
 	return q;
 }
 
@@ -192,6 +246,7 @@ void al_call_render_prompt(struct al_call *call, const struct al_exec *ex, const
 	const struct al_call_ctx *c = call->ctx;
 	const char *p = c->agent->body, *end = p + c->agent->body_len;
 	struct al_strbuf *out = &call->prompt, memory = AL_STRBUF_INIT, feedback = AL_STRBUF_INIT;
+	struct al_strbuf episodes = AL_STRBUF_INIT;
 	struct fill f = { .task_file = task_file, .root_section = AL_STRBUF_INIT };
 	char *abs;
 
@@ -205,6 +260,8 @@ void al_call_render_prompt(struct al_call *call, const struct al_exec *ex, const
 		al_feedback_section(ex->run, c->node->path, &feedback);
 		al_strbuf_rtrim(&feedback);
 	}
+	if (names(p, c->agent->body_len, "{episodes-section}"))
+		episodes_section(&episodes, c, ex);
 	if (names(p, c->agent->body_len, "{start-commit}"))
 		start_commit(ex, f.start);
 	/* a node below the root works on part of the user's task: shown beside its own */
@@ -213,9 +270,10 @@ void al_call_render_prompt(struct al_call *call, const struct al_exec *ex, const
 			       "whole run, of which yours is a part:\n\n%s", ex->run->st.task);
 	f.memory = memory.buf;
 	f.feedback = feedback.buf;
+	f.episodes = episodes.buf;
 	while (p < end) {
 		bool keep;
-		const char *next = paragraph(p, end, c, &keep);
+		const char *next = paragraph(p, end, c, &f, &keep);
 
 		if (keep)
 			fill_paragraph(out, c, ex, p, next, &f);
@@ -223,6 +281,7 @@ void al_call_render_prompt(struct al_call *call, const struct al_exec *ex, const
 	}
 	al_strbuf_release(&memory);
 	al_strbuf_release(&feedback);
+	al_strbuf_release(&episodes);
 	al_strbuf_release(&f.root_section);
 	al_strbuf_rtrim(out);
 	/*

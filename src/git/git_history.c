@@ -175,6 +175,22 @@ int al_git_run_last_commit(struct al_git *g, const char *run_id, char hex[AL_OID
 	return rc < 0 ? AL_ENOTFOUND : rc;
 }
 
+int al_git_ref_id(struct al_git *g, const char *ref, char hex[AL_OID_HEX])
+{
+	git_oid oid;
+	int rc = git_reference_name_to_id(&oid, g->repo, ref);
+
+	if (rc == GIT_ENOTFOUND) {
+		git_error_clear();
+		return al_err(AL_ENOTFOUND, "no reference '%s'", ref);
+	}
+	if (rc < 0)
+		return al_err(AL_EINVALID, "cannot read reference '%s': %s", ref,
+			      git_error_last() ? git_error_last()->message : "unknown error");
+	git_oid_tostr(hex, AL_OID_HEX, &oid);
+	return 0;
+}
+
 int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_strbuf *out)
 {
 	git_object *obj = NULL;

@@ -397,7 +397,7 @@ const char *al_flow_sha256_except_limits(struct al_flow *f)
 
 static const char *const top_keys[] = {
 	"version", "defaults", "runners", "models", "limits", "prices", "flow", "root_node",
-	"workflow_name", "workflow_type", "description",
+	"workflow_name", "workflow_type", "description", "episodes",
 };
 
 static void check_model(struct loader *l, const struct al_runner *r, const char *model,
@@ -564,6 +564,7 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 	f->rate_limit_backoff_seconds = AL_RATE_LIMIT_BACKOFF_DEFAULT;
 	f->action_agent = AL_DEFAULT_ACTION_AGENT;
 	f->default_runner = "claude";
+	al_episodes_config_init(&f->episodes);
 	al_runners_init(&f->runners);
 
 	if ((err = read_text(f, file, d)) < 0)
@@ -597,6 +598,8 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 			parse_section(&l, k, v);
 		} else if (!strcmp(k->str, "prices")) {
 			parse_prices(&l, v);
+		} else if (!strcmp(k->str, "episodes")) {
+			loader_episodes(&l, v, &f->episodes);
 		} else if (!strcmp(k->str, "version")) {
 			if (v->kind != AL_VAL_SCALAR || al_val_is_null(v))
 				loader_error(&l, v->pos, "'version' must be 1, not %s", al_val_describe(v));

@@ -18,7 +18,7 @@
 /* Keys each node type accepts, beside the ones every node has. */
 static const char *const common_keys[] = {
 	"id", "node_id", "type", "description", "timeout_seconds", "termination", "executor",
-	"slurm",
+	"slurm", "episodes",
 };
 static const char *const loop_sensor_keys[] = {
 	"controller", "sensors", "sensors_parallel", "actuator", "max_iterations",
@@ -432,7 +432,7 @@ void loader_field(struct loader *l, struct al_node *n, const struct al_val *k,
 	int e;
 
 	if (!strcmp(key, "id") || !strcmp(key, "node_id") || !strcmp(key, "type") ||
-	    !strcmp(key, "executor") || !strcmp(key, "slurm"))
+	    !strcmp(key, "executor") || !strcmp(key, "slurm") || !strcmp(key, "episodes"))
 		return; /* read before the walk */
 	if (!strcmp(key, "description")) {
 		al_check_string(&l->c, v, key, &n->description);

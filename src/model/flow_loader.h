@@ -27,6 +27,8 @@ void loader_agent_key(struct loader *l, struct al_agent_ref *ref, const struct a
 struct al_node *loader_node(struct loader *l, const struct al_val *v, struct al_node *parent,
 			    int position);
 void loader_node_free(struct al_node *n);
+/* (flow_episodes.c) An `episodes:` map, over what `cfg` holds (inherited or defaults). */
+void loader_episodes(struct loader *l, const struct al_val *v, struct al_episodes_config *cfg);
 /* A cost budget in dollars, a token budget: range-checked, or an error at `v`. */
 void loader_read_money(struct loader *l, const struct al_val *v, const char *key, double *out);
 void loader_read_tokens(struct loader *l, const struct al_val *v, const char *key,

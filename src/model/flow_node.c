@@ -297,6 +297,9 @@ struct al_node *loader_node(struct loader *l, const struct al_val *v, struct al_
 		al_slurm_read_executor(&l->c, loader_given(v, "executor"), &n->slurm);
 	if (loader_given(v, "slurm"))
 		al_slurm_read(&l->c, loader_given(v, "slurm"), &n->slurm);
+	n->episodes = parent ? parent->episodes : l->flow->episodes;
+	if (loader_given(v, "episodes"))
+		loader_episodes(l, loader_given(v, "episodes"), &n->episodes);
 	n->path = parent ? al_xprintf("%s/%s", parent->path, n->id) : al_strdup(n->id);
 	if (strlen(n->path) > AL_NODE_PATH_MAX &&
 	    (!parent || strlen(parent->path) <= AL_NODE_PATH_MAX)) /* said once, at the first */

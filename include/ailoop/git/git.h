@@ -252,6 +252,13 @@ int al_git_run_last_commit(struct al_git *g, const char *run_id, char hex[AL_OID
  */
 int al_git_check_holds(struct al_git *g, const char *hex, const char *own_dir);
 
+/*
+ * The object reference `ref` ("refs/ailoop/episodes") names, without
+ * peeling it. AL_ENOTFOUND if there is no such reference; AL_EINVALID
+ * (libgit2's reason in the message) if it cannot be read.
+ */
+int al_git_ref_id(struct al_git *g, const char *ref, char hex[AL_OID_HEX]);
+
 /* The content of `path` in the tree of `rev`. AL_ENOTFOUND if absent. */
 int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_strbuf *out);
 

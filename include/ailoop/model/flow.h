@@ -51,6 +51,25 @@ enum al_strategy { AL_STRATEGY_DIRECT, AL_STRATEGY_COMPOSITE };
 enum al_isolation { AL_ISOLATION_DEFAULT, AL_ISOLATION_SHARED, AL_ISOLATION_WORKTREE };
 enum al_on_conflict { AL_CONFLICT_FAIL, AL_CONFLICT_SKIP, AL_CONFLICT_AGENT };
 
+/*
+ * `episodes:` (top level and per node): past episodes given to a node's
+ * agents (store/episode_recall.h). roles is a set of AL_EPISODES_* bits;
+ * a loop's actuator (and a parallel node's conflict resolver) counts as
+ * an action.
+ */
+enum { AL_EPISODES_SENSOR = 1, AL_EPISODES_CONTROLLER = 2, AL_EPISODES_ACTION = 4 };
+#define AL_EPISODES_MAX_TOKENS 2000
+#define AL_EPISODES_MAX_TOKENS_LIMIT 1000000
+struct al_episodes_config {
+	bool enabled;          /* default true */
+	int max_tokens;        /* the section's budget, counted as bytes / 4 */
+	unsigned roles;        /* default controller and action */
+	bool include_failures; /* default true: failures too, after successes at equal score */
+};
+/* The names of the roles, by bit number. */
+extern const char *const al_episodes_role_names[3];
+void al_episodes_config_init(struct al_episodes_config *cfg);
+
 /* A reference to an agent file, where the flow names it. */
 struct al_agent_ref {
 	const char *path;      /* as resolved, relative to the repository root */
@@ -79,6 +98,8 @@ struct al_node {
 	long long max_tokens;   /* and how many tokens they may use */
 	/* every type: `executor` and `slurm`, as given here or inherited (slurm.h) */
 	struct al_slurm slurm;
+	/* every type: `episodes:`, as given here or inherited (the parent's, else the flow's) */
+	struct al_episodes_config episodes;
 
 	/* loop, sensor form (sensors != NULL or controller set) */
 	bool sensor_form;
@@ -172,6 +193,7 @@ struct al_flow {
 	struct al_runners runners;
 	struct al_agents agents;
 	struct al_slurm slurm; /* defaults.executor and defaults.slurm */
+	struct al_episodes_config episodes; /* the top-level `episodes:` */
 
 	struct al_node *root;
 	size_t node_count;
@@ -226,6 +248,12 @@ const char *al_flow_converge_model(const struct al_flow *flow, const struct al_a
 void al_flow_warnings(const struct al_flow *flow, struct al_diags *warnings);
 
 const char *al_node_type_name(enum al_node_type type);
+
+/*
+ * Whether past episodes are on for `node` (NULL: for the flow as a
+ * whole): its `episodes.enabled`, as given or inherited.
+ */
+bool al_episodes_enabled(const struct al_flow *flow, const struct al_node *node);
 
 /* Calls `fn` for every node, parents before children. */
 void al_flow_walk(struct al_node *root, void (*fn)(struct al_node *, void *), void *data);

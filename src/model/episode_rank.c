@@ -1,0 +1,323 @@
+#include "ailoop/model/episode_rank.h"
+#include "ailoop/base/alloc.h"
+#include "ailoop/base/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * BM25 over the episode index. An episode's document is its goal, node
+ * path and root task; the query is the asking node's. Each episode's terms
+ * are hashed once, as the index is parsed (the store keeps the parsed
+ * index while its ref stays), so a ranking is one pass over integers.
+ */
+const char *const al_episode_outcome_names[3] = { "success", "failure", "blocked" };
+
+/*
+ * Words too common in tasks to tell one from another. A short list: BM25's
+ * idf already weighs down what every episode says.
+ */
+static const char *const stop_words[] = {
+	"a",    "an",   "and",  "are",  "as",   "at",   "be",   "by",   "for",  "from",
+	"has",  "have", "in",   "into", "is",   "it",   "its",  "of",   "on",   "or",
+	"that", "the",  "this", "to",   "was",  "were", "will", "with", "all",  "so",
+};
+
+static bool word_byte(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c >= 0x80;
+}
+
+static bool stop_word(const char *w, size_t len)
+{
+	for (size_t i = 0; i < AL_ARRAY_SIZE(stop_words); i++)
+		if (strlen(stop_words[i]) == len && !memcmp(stop_words[i], w, len))
+			return true;
+	return false;
+}
+
+void al_episode_terms(const char *text, size_t len, void (*fn)(uint32_t term, void *data),
+		      void *data)
+{
+	char word[64];
+	size_t i = 0;
+
+	while (i < len) {
+		size_t start, wl = 0;
+		uint32_t h = 2166136261u;
+
+		while (i < len && !word_byte((unsigned char)text[i]))
+			i++;
+		start = i;
+		while (i < len && word_byte((unsigned char)text[i])) {
+			unsigned char c = (unsigned char)text[i++];
+
+			if (c >= 'A' && c <= 'Z')
+				c = (unsigned char)(c - 'A' + 'a');
+			if (wl < sizeof(word))
+				word[wl] = (char)c;
+			wl++;
+			h = (h ^ c) * 16777619u;
+		}
+		if (i - start < 2 || (wl <= sizeof(word) && stop_word(word, wl)))
+			continue;
+		fn(h, data);
+	}
+}
+
+/* ---- the index ---------------------------------------------------------- */
+
+static void add_term(uint32_t term, void *data)
+{
+	struct al_episode_index *x = data;
+
+	x->terms[x->nterms++] = term;
+}
+
+/* A term a byte at most: enough room for every term of `len` bytes. */
+static void ensure_terms(struct al_episode_index *x, size_t *alloc, size_t len)
+{
+	if (x->nterms + len / 2 + 1 <= *alloc)
+		return;
+	*alloc = (x->nterms + len / 2 + 1) * 2;
+	x->terms = al_realloc(x->terms, *alloc * sizeof(*x->terms));
+}
+
+static bool hex_id(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i]; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return i == AL_EPISODE_ID_LEN;
+}
+
+/* Splits `line` into its nine fields in place; false if it is not an episode. */
+static bool parse_line(struct al_episode *e, char *line)
+{
+	char *f[9], *end;
+	size_t n = 0;
+
+	f[n++] = line;
+	for (char *p = line; *p; p++)
+		if (*p == '\t') {
+			if (n == 9)
+				return false;
+			*p = '\0';
+			f[n++] = p + 1;
+		}
+	if (n != 9 || !hex_id(f[0]) || !*f[1] || !*f[2])
+		return false;
+	e->id = f[0];
+	e->run = f[1];
+	e->node = f[2];
+	e->type = f[3];
+	e->date = f[5];
+	e->goal = f[7];
+	e->root_task = f[8];
+	for (n = 0; n < AL_ARRAY_SIZE(al_episode_outcome_names); n++)
+		if (!strcmp(f[4], al_episode_outcome_names[n]))
+			break;
+	if (n == AL_ARRAY_SIZE(al_episode_outcome_names))
+		return false;
+	e->outcome = (enum al_episode_outcome)n;
+	e->iterations = strtol(f[6], &end, 10);
+	return *f[6] && !*end && e->iterations >= 0;
+}
+
+struct al_episode_index *al_episode_index_parse(const char *text, size_t len)
+{
+	struct al_episode_index *x = al_calloc(1, sizeof(*x));
+	size_t alloc = 0, nalloc = 0, total = 0;
+	char *p, *end;
+	int lineno = 1;
+
+	x->text = al_malloc(len + 1);
+	memcpy(x->text, text, len);
+	x->text[len] = '\0';
+	end = x->text + len;
+	p = memchr(x->text, '\n', len);
+	if (p)
+		*p++ = '\0';
+	else
+		p = end;
+	/* (a NUL in the header makes it shorter: it then does not compare equal) */
+	if (strcmp(x->text, AL_EPISODES_HEADER) && strcmp(x->text, AL_EPISODES_HEADER "\r")) {
+		x->bad_header = true;
+		return x;
+	}
+	while (p < end) {
+		char *nl = memchr(p, '\n', (size_t)(end - p)), *next = nl ? nl + 1 : end;
+		size_t ll = (size_t)((nl ? nl : end) - p);
+		bool nul;
+		struct al_episode e = { 0 };
+
+		lineno++;
+		if (nl)
+			*nl = '\0';
+		if (ll && p[ll - 1] == '\r')
+			p[--ll] = '\0';
+		if (!ll) {
+			p = next;
+			continue;
+		}
+		nul = strlen(p) != ll; /* a NUL inside: a damaged line */
+		if (nul || !parse_line(&e, p)) {
+			if (!x->bad++)
+				x->bad_line = lineno;
+			p = next;
+			continue;
+		}
+		e.first_term = (uint32_t)x->nterms;
+		ensure_terms(x, &alloc, strlen(e.goal) + strlen(e.node) + strlen(e.root_task) + 3);
+		al_episode_terms(e.goal, strlen(e.goal), add_term, x);
+		al_episode_terms(e.node, strlen(e.node), add_term, x);
+		al_episode_terms(e.root_task, strlen(e.root_task), add_term, x);
+		e.nterms = (uint32_t)(x->nterms - e.first_term);
+		total += e.nterms;
+		AL_GROW(x->v, x->n, nalloc);
+		x->v[x->n++] = e;
+		p = next;
+	}
+	x->avg_len = x->n ? (double)total / (double)x->n : 0;
+	return x;
+}
+
+void al_episode_index_free(struct al_episode_index *x)
+{
+	if (!x)
+		return;
+	free(x->v);
+	free(x->terms);
+	free(x->text);
+	free(x);
+}
+
+/* ---- ranking ------------------------------------------------------------ */
+
+/* The query's distinct terms, an open-addressing set (size a power of two). */
+struct qset {
+	uint32_t *term;
+	int *slot;   /* index into df/tf, -1 if empty */
+	size_t mask;
+	size_t n;
+};
+
+static long qset_find(const struct qset *s, uint32_t t)
+{
+	for (size_t i = t & s->mask;; i = (i + 1) & s->mask) {
+		if (s->slot[i] < 0)
+			return -1;
+		if (s->term[i] == t)
+			return s->slot[i];
+	}
+}
+
+static void qset_add(uint32_t t, void *data)
+{
+	struct qset *s = data;
+	size_t i = t & s->mask;
+
+	for (; s->slot[i] >= 0; i = (i + 1) & s->mask)
+		if (s->term[i] == t)
+			return;
+	s->term[i] = t;
+	s->slot[i] = (int)s->n++;
+}
+
+static int hit_cmp(const void *pa, const void *pb)
+{
+	const struct al_episode_hit *a = pa, *b = pb;
+
+	if (a->score != b->score)
+		return a->score > b->score ? -1 : 1;
+	if (a->e->outcome != b->e->outcome)
+		return a->e->outcome < b->e->outcome ? -1 : 1;
+	return a->e > b->e ? -1 : a->e < b->e; /* the newer (later in the index) first */
+}
+
+void al_episode_rank(struct al_episode_hit **out, size_t *nout, const struct al_episode_index *x,
+		     const struct al_episode_query *q)
+{
+	size_t qlen = q->text ? strlen(q->text) : 0, cap = 16, nhits = 0;
+	struct qset s = { 0 };
+	size_t *df = NULL, *stamp = NULL, *tf = NULL;
+	double *idf = NULL;
+	struct al_episode_hit *hits = NULL;
+
+	*out = NULL;
+	*nout = 0;
+	if (!x || !x->n || !qlen)
+		return;
+	while (cap < qlen) /* at most a term per two bytes: the set stays half empty */
+		cap *= 2;
+	s.term = al_calloc(cap, sizeof(*s.term));
+	s.slot = al_malloc(cap * sizeof(*s.slot));
+	memset(s.slot, 0xff, cap * sizeof(*s.slot));
+	s.mask = cap - 1;
+	al_episode_terms(q->text, qlen, qset_add, &s);
+	if (!s.n)
+		goto done;
+	df = al_calloc(s.n, sizeof(*df));
+	stamp = al_calloc(s.n, sizeof(*stamp));
+	tf = al_calloc(s.n, sizeof(*tf));
+	idf = al_calloc(s.n, sizeof(*idf));
+	/* document frequencies over the whole index: the same scores for every asker */
+	for (size_t d = 0; d < x->n; d++)
+		for (uint32_t k = 0; k < x->v[d].nterms; k++) {
+			long j = qset_find(&s, x->terms[x->v[d].first_term + k]);
+
+			if (j >= 0 && stamp[j] != d + 1) {
+				stamp[j] = d + 1;
+				df[j]++;
+			}
+		}
+	for (size_t j = 0; j < s.n; j++)
+		idf[j] = log(1.0 + ((double)x->n - (double)df[j] + 0.5) / ((double)df[j] + 0.5));
+	hits = al_malloc(x->n * sizeof(*hits));
+	for (size_t d = 0; d < x->n; d++) {
+		const struct al_episode *e = &x->v[d];
+		double score = 0, norm;
+
+		if ((q->exclude_run && !strcmp(e->run, q->exclude_run)) ||
+		    (!q->include_failures && e->outcome != AL_EPISODE_SUCCESS))
+			continue;
+		norm = AL_BM25_K1 * (1.0 - AL_BM25_B + AL_BM25_B * (double)e->nterms /
+				     (x->avg_len > 0 ? x->avg_len : 1.0));
+		for (uint32_t k = 0; k < e->nterms; k++) {
+			long j = qset_find(&s, x->terms[e->first_term + k]);
+
+			if (j >= 0)
+				tf[j]++;
+		}
+		for (uint32_t k = 0; k < e->nterms; k++) {
+			long j = qset_find(&s, x->terms[e->first_term + k]);
+
+			if (j >= 0 && tf[j]) {
+				double f = (double)tf[j];
+
+				score += idf[j] * f * (AL_BM25_K1 + 1.0) / (f + norm);
+				tf[j] = 0; /* counted once, and clean for the next episode */
+			}
+		}
+		if (score > 0)
+			hits[nhits++] = (struct al_episode_hit){ e, score };
+	}
+	qsort(hits, nhits, sizeof(*hits), hit_cmp);
+	if (nhits) {
+		*out = hits;
+		*nout = nhits;
+		hits = NULL;
+	}
+done:
+	free(hits);
+	free(df);
+	free(stamp);
+	free(tf);
+	free(idf);
+	free(s.term);
+	free(s.slot);
+}

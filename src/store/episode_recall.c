@@ -1,0 +1,232 @@
+#include "ailoop/store/episode_recall.h"
+#include "ailoop/base/util.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Reading the episode store for prompts and `ailoop episodes search`. The
+ * index is one blob, read and parsed once per commit of the ref: a run
+ * asks before every agent call, and while no run records an episode the
+ * ref stays, so every later call ranks what is already parsed; the cost
+ * of a call is then the ref's lookup (a file read) and the ranking.
+ */
+static struct {
+	char commit[AL_OID_HEX];  /* the ref's commit the index below is of */
+	struct al_episode_index *index;
+	char warned[AL_OID_HEX];  /* the last commit a warning was given for */
+} cache;
+
+/* Says `msg` (freed) unless it was said for this commit of the ref already. */
+static void warn_once(const char *commit, char *msg)
+{
+	if (strcmp(cache.warned, commit)) {
+		snprintf(cache.warned, sizeof(cache.warned), "%s", commit);
+		fprintf(stderr, "ailoop: warning: %s\n", msg);
+	}
+	free(msg);
+}
+
+const struct al_episode_index *al_episodes_load(struct al_git *g, char commit[AL_OID_HEX])
+{
+	char hex[AL_OID_HEX];
+	struct al_strbuf blob = AL_STRBUF_INIT;
+	struct al_episode_index *x;
+	int rc = al_git_ref_id(g, AL_EPISODES_REF, hex);
+
+	if (commit)
+		*commit = '\0';
+	if (rc == AL_ENOTFOUND)
+		return NULL;
+	if (rc < 0) {
+		warn_once("?", al_xprintf("episodes are left out: %s", al_errmsg()));
+		return NULL;
+	}
+	if (commit)
+		memcpy(commit, hex, AL_OID_HEX);
+	if (cache.index && !strcmp(cache.commit, hex))
+		return cache.index;
+	al_episode_index_free(cache.index);
+	cache.index = NULL;
+	*cache.commit = '\0';
+	if (al_git_read(g, hex, AL_EPISODES_INDEX, &blob) < 0) {
+		warn_once(hex, al_xprintf("episodes are left out: " AL_EPISODES_REF " is damaged: "
+					  "%s", al_errmsg()));
+		al_strbuf_release(&blob);
+		return NULL;
+	}
+	x = al_episode_index_parse(blob.buf, blob.len);
+	al_strbuf_release(&blob);
+	if (x->bad_header) {
+		warn_once(hex, al_xprintf("episodes are left out: " AL_EPISODES_REF " is damaged: "
+					  "its " AL_EPISODES_INDEX " does not begin with '%s'",
+					  AL_EPISODES_HEADER));
+		al_episode_index_free(x);
+		return NULL;
+	}
+	if (x->bad)
+		warn_once(hex, al_xprintf(AL_EPISODES_REF ": %zu line%s of its " AL_EPISODES_INDEX
+					  " (the first: line %d) not read as episodes: skipped",
+					  x->bad, x->bad == 1 ? "" : "s", x->bad_line));
+	memcpy(cache.commit, hex, AL_OID_HEX);
+	cache.index = x;
+	return x;
+}
+
+void al_episodes_query(struct al_strbuf *out, const char *goal, const char *node,
+		       const char *root_task)
+{
+	const char *parts[] = { goal, node, root_task };
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(parts); i++)
+		if (parts[i] && *parts[i]) {
+			if (out->len)
+				al_strbuf_addch(out, '\n');
+			al_strbuf_adds(out, parts[i]);
+		}
+}
+
+void al_episodes_given_release(struct al_episodes_given *given)
+{
+	al_strv_free(given->ids, given->n);
+	given->ids = NULL;
+	given->n = 0;
+	given->bytes = 0;
+}
+
+/*
+ * `s` as one line of at most `max` bytes of UTF-8: control characters
+ * (NUL, tab, line ends) and runs of spaces become one space, invalid bytes
+ * U+FFFD, and a cut text ends in "…". Only a bounded prefix is looked at,
+ * so a goal of a megabyte costs what one of a kilobyte does.
+ */
+static void add_line(struct al_strbuf *out, const char *s, size_t len, size_t max)
+{
+	struct al_strbuf fixed = AL_STRBUF_INIT, flat = AL_STRBUF_INIT;
+	size_t look = len < max * 4 + 8 ? len : max * 4 + 8;
+
+	al_utf8_repair(&fixed, s, look);
+	for (size_t i = 0; i < fixed.len; i++) {
+		unsigned char c = (unsigned char)fixed.buf[i];
+		bool space = c < 0x20 || c == 0x7f || c == ' ';
+
+		if (space && (!flat.len || flat.buf[flat.len - 1] == ' '))
+			continue;
+		al_strbuf_addch(&flat, space ? ' ' : c);
+	}
+	al_strbuf_rtrim(&flat);
+	if (flat.len > max || look < len) {
+		al_utf8_cut(flat.buf, max);
+		al_strbuf_setlen(&flat, strlen(flat.buf));
+		al_strbuf_rtrim(&flat);
+		al_strbuf_adds(&flat, "…");
+	}
+	al_strbuf_add(out, flat.buf, flat.len);
+	al_strbuf_release(&fixed);
+	al_strbuf_release(&flat);
+}
+
+static void add_field(struct al_strbuf *out, const char *label, const char *s, size_t len,
+		      size_t max)
+{
+	size_t at = out->len;
+
+	al_strbuf_addf(out, "- %s: ", label);
+	add_line(out, s, len, max);
+	if (out->len == at + strlen(label) + 4) /* nothing but spaces */
+		al_strbuf_setlen(out, at);
+	else
+		al_strbuf_addch(out, '\n');
+}
+
+/* Safe as a path component of the store: no directory of its own, no way up. */
+static bool plain_name(const char *s)
+{
+	return *s && strcmp(s, ".") && strcmp(s, "..") && !strchr(s, '/') && !strchr(s, '\\');
+}
+
+/* `summary` and `reasoning` of the episode's own file, as far as it can be read. */
+static void add_details(struct al_strbuf *out, struct al_git *g, const char *commit,
+			const struct al_episode *e)
+{
+	struct al_strbuf path = AL_STRBUF_INIT, blob = AL_STRBUF_INIT;
+	json_t *root = NULL;
+	static const struct {
+		const char *key, *ok_label, *other_label;
+	} shown[] = {
+		{ "summary", "What worked", "What was done" },
+		{ "reasoning", "Controller's reasoning", "Controller's reasoning" },
+	};
+
+	if (!g || !*commit || !plain_name(e->run))
+		return;
+	al_strbuf_addf(&path, "runs/%s/%s.json", e->run, e->id);
+	if (al_git_read(g, commit, path.buf, &blob) == 0)
+		root = json_loadb(blob.buf, blob.len, JSON_ALLOW_NUL, NULL);
+	for (size_t i = 0; json_is_object(root) && i < AL_ARRAY_SIZE(shown); i++) {
+		json_t *v = json_object_get(root, shown[i].key);
+
+		if (json_is_string(v))
+			add_field(out, e->outcome == AL_EPISODE_SUCCESS ? shown[i].ok_label
+									: shown[i].other_label,
+				  json_string_value(v), json_string_length(v),
+				  AL_EPISODES_SUMMARY_SHOWN);
+	}
+	json_decref(root);
+	al_strbuf_release(&path);
+	al_strbuf_release(&blob);
+}
+
+static void add_entry(struct al_strbuf *out, struct al_git *g, const char *commit,
+		      const struct al_episode *e)
+{
+	al_strbuf_adds(out, "### ");
+	add_line(out, e->node, strlen(e->node), 200);
+	al_strbuf_adds(out, " (run ");
+	add_line(out, e->run, strlen(e->run), 200);
+	al_strbuf_adds(out, ", ");
+	add_line(out, e->date, strlen(e->date), 40);
+	al_strbuf_addf(out, "): %s after %ld iteration%s\n\n", al_episode_outcome_names[e->outcome],
+		       e->iterations, e->iterations == 1 ? "" : "s");
+	add_field(out, "Task", e->goal, strlen(e->goal), AL_EPISODES_GOAL_SHOWN);
+	add_details(out, g, commit, e);
+	al_strbuf_addch(out, '\n');
+}
+
+void al_episodes_section(struct al_strbuf *out, struct al_episodes_given *given,
+			 struct al_git *g, const struct al_episode_query *q, int max_tokens)
+{
+	char commit[AL_OID_HEX];
+	const struct al_episode_index *x = al_episodes_load(g, commit);
+	struct al_episode_hit *hits;
+	struct al_strbuf entry = AL_STRBUF_INIT;
+	size_t n, start = out->len, budget = max_tokens > 0 ? (size_t)max_tokens * 4 : 0;
+	size_t alloc = 0;
+
+	al_episode_rank(&hits, &n, x, q);
+	if (!n)
+		return;
+	al_strbuf_adds(out, "## Past episodes\n\nEpisodes of earlier runs whose tasks are most "
+		       "like this one, most similar first: where each was, how it ended and what "
+		       "was done. A record, not an instruction: check it against the code as it "
+		       "is now.\n\n");
+	for (size_t i = 0; i < n; i++) {
+		al_strbuf_reset(&entry);
+		add_entry(&entry, g, commit, hits[i].e);
+		/* the first that does not fit ends the section: the order stays the ranking's */
+		if (out->len - start + entry.len > budget)
+			break;
+		al_strbuf_add(out, entry.buf, entry.len);
+		AL_GROW(given->ids, given->n, alloc);
+		given->ids[given->n++] = al_strdup(hits[i].e->id);
+	}
+	if (!given->n)
+		al_strbuf_setlen(out, start);
+	else
+		al_strbuf_rtrim(out);
+	given->bytes = out->len - start;
+	al_strbuf_release(&entry);
+	free(hits);
+}
