@@ -403,6 +403,7 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 		goto done;
 	if (lock_fd < 0)
 		lock_fd = own_lock;
+	al_cli_ignore_runs(git); /* a run an older ailoop started */
 	if (id && !run_here(id)) {
 		picked = al_run_on_branches(git, id, true, &elsewhere);
 		id = picked ? picked : id;

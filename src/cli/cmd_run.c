@@ -311,6 +311,7 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 	if ((code = al_cli_lock_worktree(git, &lock_fd)) != 0 ||
 	    al_cli_check_resumable(o->new_run, o->json, lock_fd, &code))
 		goto done;
+	al_cli_ignore_runs(git); /* before the clean check: what it reads is as the run has it */
 	if (!o->allow_dirty && (rc = al_git_dirty(git, &dirty)) != 0) {
 		code = rc < 0 ? al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg())
 			      : al_cli_fail(AL_EXIT_USAGE, "the work tree has uncommitted changes "

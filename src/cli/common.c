@@ -194,6 +194,14 @@ int al_cli_lock_worktree(struct al_git *git, int *fd)
 	return rc < 0 ? al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg()) : 0;
 }
 
+void al_cli_ignore_runs(struct al_git *git)
+{
+	if (al_git_ignore_runs(git) < 0)
+		fprintf(stderr, "ailoop: warning: cannot add the run's ignore rules to the "
+			"repository's info/exclude (%s): on another branch, 'git add -A' would "
+			"add the run's logs and event log\n", al_errmsg());
+}
+
 void al_cli_lost(struct al_git *g, const char *rev, const char *dir, const char *skip,
 		 const char *named_in, struct al_strbuf *paths)
 {

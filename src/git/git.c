@@ -448,3 +448,61 @@ int al_git_dirty(struct al_git *g, char **path)
 	git_status_list_free(list);
 	return dirty;
 }
+
+/* Whether `text` has `line` as one of its lines. */
+static bool has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, line, n) && (p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
+int al_git_ignore_runs(struct al_git *g)
+{
+	static const char *const entries[] = AL_RUNS_UNRECORDED;
+	struct al_strbuf sb = AL_STRBUF_INIT, line = AL_STRBUF_INIT;
+	git_buf info = GIT_BUF_INIT;
+	char *path = NULL;
+	size_t old;
+	int rc = 0;
+
+	/* the common directory's: one for every worktree of the repository, as git reads it */
+	if (git_repository_item_path(&info, g->repo, GIT_REPOSITORY_ITEM_INFO) < 0) {
+		rc = al_git_fail("cannot find the repository's info directory");
+		goto done;
+	}
+	path = al_xprintf("%sexclude", info.ptr);
+	if (al_strbuf_read_file(&sb, path, 0) < 0) {
+		if (errno != ENOENT) {
+			rc = al_err(AL_ERROR, "cannot read '%s': %s", path,
+				    al_strbuf_read_strerror(errno));
+			goto done;
+		}
+		if ((rc = al_mkdirs(info.ptr)) < 0)
+			goto done;
+	}
+	old = sb.len;
+	for (size_t i = 0; i < sizeof(entries) / sizeof(*entries); i++) {
+		al_strbuf_reset(&line);
+		al_strbuf_addf(&line, "/%s/**/%s", AL_RUNS_DIR, entries[i]);
+		if (has_line(sb.buf ? sb.buf : "", line.buf))
+			continue;
+		if (sb.len && sb.buf[sb.len - 1] != '\n')
+			al_strbuf_addch(&sb, '\n');
+		if (sb.len == old)
+			al_strbuf_adds(&sb, "# ailoop: files of runs that stay out of history, "
+				       "on every branch\n");
+		al_strbuf_addf(&sb, "%s\n", line.buf);
+	}
+	if (sb.len != old)
+		rc = al_write_atomic(path, sb.buf, sb.len);
+done:
+	git_buf_dispose(&info);
+	al_strbuf_release(&sb);
+	al_strbuf_release(&line);
+	free(path);
+	return rc;
+}

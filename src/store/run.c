@@ -55,10 +55,7 @@ static bool has_line(const char *text, const char *line)
  */
 static int ignore_unrecorded(void)
 {
-	static const char *const entries[] = {
-		"lock", "*.lock", "events.jsonl", AL_MEMORY_FILE, AL_COND_CACHE_FILE, "logs/",
-		"report.html", "report.md",
-	};
+	static const char *const entries[] = AL_RUNS_UNRECORDED;
 	const char *path = AL_RUNS_DIR "/.gitignore";
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	size_t old;

@@ -12,5 +12,15 @@
 #define AL_MEMORY_FILE "memory.jsonl"
 /* a run's cache of condition results, in its directory (exec/condition_eval.h) */
 #define AL_COND_CACHE_FILE "conditions.jsonl"
+/*
+ * What of a run is never committed, as .gitignore patterns relative to a
+ * run's directory: only grows (events, memory, the conditions' cache),
+ * regenerable (the agents' logs, the report's pages) or held (locks). The
+ * runs' .gitignore lists them on a run's branch (store/run.c), and the
+ * repository's info/exclude on every branch (al_git_ignore_runs).
+ */
+#define AL_RUNS_UNRECORDED \
+	{ "lock", "*.lock", "events.jsonl", AL_MEMORY_FILE, AL_COND_CACHE_FILE, "logs/", \
+	  "report.html", "report.md" }
 
 #endif

@@ -108,6 +108,12 @@ struct al_strbuf;
 void al_cli_lost(struct al_git *g, const char *rev, const char *dir, const char *skip,
 		 const char *named_in, struct al_strbuf *paths);
 
+/*
+ * The run's never-committed files ignored on every branch (al_git_ignore_runs);
+ * when that fails, a warning: the run goes on.
+ */
+void al_cli_ignore_runs(struct al_git *git);
+
 /* How to recover a run whose state files are damaged (on stderr). */
 void al_cli_damage_advice(const char *run_dir, const char *run_id);
 

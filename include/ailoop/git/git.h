@@ -59,6 +59,16 @@ int al_git_head(struct al_git *g, char **branch, char oid[AL_OID_HEX]);
  */
 int al_git_dirty(struct al_git *g, char **path);
 
+/*
+ * Adds to the repository's info/exclude what of a run is never committed
+ * (AL_RUNS_UNRECORDED below .ai-loop/runs), those of its lines missing:
+ * the runs' .gitignore is on the runs' branches only, and once another
+ * branch is checked out a run's event log, logs and locks stay in the work
+ * tree, where a 'git add -A' would commit them. info/exclude holds for
+ * every branch and is never committed.
+ */
+int al_git_ignore_runs(struct al_git *g);
+
 bool al_git_branch_exists(struct al_git *g, const char *name);
 /*
  * `name`, or name-2, name-3… : the first that no branch has and none is
