@@ -271,8 +271,10 @@ int cmd_log(int argc, char **argv)
 			branch = run->st.branch;
 		}
 	}
-	rev = branch ? al_xprintf("refs/heads/%s", branch) : al_strdup("HEAD");
 	wanted = optind < argc ? argv[optind] : NULL; /* runs may share a branch (--no-branch) */
+	if (!wanted && !branch && (wanted = found = al_run_pick(git, &elsewhere)) && elsewhere)
+		branch = elsewhere; /* the run status and report show, by the same rule */
+	rev = branch ? al_xprintf("refs/heads/%s", branch) : al_strdup("HEAD");
 	if (find_start(git, rev, wanted, &start)) {
 		if ((rc = stream(git, rev, &p, &start)) < 0)
 			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
@@ -290,10 +292,6 @@ int cmd_log(int argc, char **argv)
 			"oldest one here are missing ('git fetch --unshallow' fetches them)\n");
 	if (!n && !json) {
 		code = al_cli_fail(AL_EXIT_NOINPUT, "no ailoop commits on %s", branch ? branch : "HEAD");
-		if (!branch && optind >= argc &&
-		    (found = al_run_on_branches(git, NULL, false, &elsewhere)))
-			fprintf(stderr, "ailoop: run %s is on branch %s: 'ailoop log %s' shows it\n",
-				found, elsewhere, found);
 		goto done;
 	}
 	for (size_t i = 0; i < n; i++)

@@ -85,22 +85,33 @@ const struct al_command al_commands[] = {
 	  "A flow.yaml changed since the run started is refused unless --force.\n" },
 	{ "status", cmd_status, "[RUN-ID] [--json]",
 	  "show a run's state and every node's iteration and status",
-	  "Reads run-state.md and each node's orchestrator-output.md of the newest run\n"
-	  "(or RUN-ID); each loop's circuit breaker is shown after its status. A run\n"
-	  "whose branch is not checked out is read from that branch's last commit.\n" },
+	  "Reads run-state.md and each node's orchestrator-output.md of the run (RUN-ID,\n"
+	  "or the one picked below); each loop's circuit breaker is shown after its\n"
+	  "status. A run whose branch is not checked out is read from that branch's last\n"
+	  "commit.\n"
+	  "Without RUN-ID, status, log, report and land pick the same run: the newest\n"
+	  "run whose state here names the checked-out branch as its own (the run HEAD is\n"
+	  "on), else the newest run of the repository, here or on its branch.\n" },
 	{ "log", cmd_log, "[RUN-ID | --branch NAME] [--node PATH] [--json] [--oneline]",
 	  "show the run tree rebuilt from the git history alone",
-	  "Walks the commits of the current branch (or the run's branch, or NAME) back to\n"
-	  "the run's first commit and prints each iteration indented by level: label,\n"
-	  "node, summary and sensors. --node keeps one node and its children.\n" },
+	  "Walks the commits of the run's branch (RUN-ID's or the one picked below, or\n"
+	  "NAME) back to the run's first commit and prints each iteration indented by level: label,\n"
+	  "node, summary and sensors. --node keeps one node and its children.\n"
+	  "Without RUN-ID, status, log, report and land pick the same run: the newest\n"
+	  "run whose state here names the checked-out branch as its own (the run HEAD is\n"
+	  "on), else the newest run of the repository, here or on its branch.\n" },
 	{ "report", cmd_report, "[RUN-ID] [-o FILE] [--format html|md]",
 	  "write one self-contained page of a run: its tree, iterations and charts",
-	  "Builds the page of the newest run (or RUN-ID) from its commits, run-state.md,\n"
-	  "the nodes' states and events.jsonl, and prints where it wrote it (by default\n"
+	  "Builds the page of the run (RUN-ID, or the one picked below) from its commits,\n"
+	  "run-state.md, the nodes' states and events.jsonl, and prints where it wrote it\n"
+	  "(by default "
 	  ".ai-loop/runs/RUN-ID/report.html, or report.md). The HTML page needs nothing\n"
 	  "else: styles and SVG charts inline, no script, no link. --format md writes the\n"
 	  "same content as Markdown tables, without charts, for a pull request.\n"
-	  "-o, --output FILE writes it to FILE instead.\n" },
+	  "-o, --output FILE writes it to FILE instead.\n"
+	  "Without RUN-ID, status, log, report and land pick the same run: the newest\n"
+	  "run whose state here names the checked-out branch as its own (the run HEAD is\n"
+	  "on), else the newest run of the repository, here or on its branch.\n" },
 	{ "memory", cmd_memory, "get KEY | set KEY VALUE [--json] | list [--json]",
 	  "read and write the working memory of the run (for agents)",
 	  "Agents share facts through the run's working memory (memory.jsonl in the run's\n"

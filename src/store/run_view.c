@@ -193,30 +193,70 @@ static int load_here(struct al_run_view *v, const char *id)
 	return 0;
 }
 
+/* Whether run `id`'s state here names `current` (NULL: a detached HEAD) as its branch. */
+static bool runs_on(const char *id, const char *current)
+{
+	char *path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, id);
+	struct al_run_state st;
+	bool on = false;
+
+	if (al_run_state_read(&st, path) == 0) {
+		on = st.branch && current ? !strcmp(st.branch, current) : !st.branch && !current;
+		al_run_state_release(&st);
+	}
+	free(path);
+	return on;
+}
+
+char *al_run_pick(struct al_git *git, char **from)
+{
+	char **ids = NULL, *current = NULL, *found = NULL, *branch = NULL, *picked = NULL;
+	size_t n = 0;
+
+	*from = NULL;
+	if (al_runs_list(&ids, &n) < 0)
+		n = 0;
+	if (git && al_git_head(git, &current, NULL) == 0)
+		for (size_t i = 0; i < n && !picked; i++)
+			if (runs_on(ids[i], current))
+				picked = al_strdup(ids[i]);
+	/* runs whose branch is not checked out are on their branches only */
+	if (!picked && git)
+		found = al_run_on_branches(git, NULL, false, &branch);
+	if (!picked && found && (!n || al_run_id_cmp(found, ids[0]) > 0)) {
+		picked = found;
+		found = NULL;
+		*from = branch;
+		branch = NULL;
+	} else if (!picked && n) {
+		picked = al_strdup(ids[0]);
+	}
+	if (!picked)
+		al_err(AL_ENOTFOUND, "no runs in %s: start one with 'ailoop run \"TASK\"'",
+		       AL_RUNS_DIR);
+	al_runs_list_free(ids, n);
+	free(current);
+	free(found);
+	free(branch);
+	return picked;
+}
+
 int al_run_view_load(struct al_run_view *v, struct al_git *git, const char *id)
 {
-	char **ids = NULL, *found = NULL;
-	size_t n = 0;
+	char *found = NULL;
 	int rc;
 
 	memset(v, 0, sizeof(*v));
-	if (al_runs_list(&ids, &n) < 0)
-		n = 0;
-	/* runs whose branch is not checked out are on their branches only */
-	if (git)
+	if (!id)
+		found = al_run_pick(git, &v->from);
+	else if (git) /* runs whose branch is not checked out are on their branches only */
 		found = al_run_on_branches(git, id, false, &v->from);
-	if (found && (id || !n || al_run_id_cmp(found, ids[0]) > 0)) {
+	if (!id && !found)
+		rc = AL_ENOTFOUND;
+	else if (v->from)
 		rc = load_from_branch(v, git, found);
-	} else {
-		free(v->from);
-		v->from = NULL;
-		if (!id && !n)
-			rc = al_err(AL_ENOTFOUND, "no runs in %s: start one with 'ailoop run \"TASK\"'",
-				    AL_RUNS_DIR);
-		else
-			rc = load_here(v, id ? id : ids[0]);
-	}
-	al_runs_list_free(ids, n);
+	else
+		rc = load_here(v, id ? id : found);
 	free(found);
 	return rc;
 }

@@ -62,10 +62,10 @@ expect_rc 0 "log RUN-ID on the base branch"
 expect_eq "$(printf '%s\n' "$out" | awk '{print $2}' | tr '\n' ' ')" "0 1 2 3 " \
 	"log RUN-ID shows the run's commits from its branch"
 expect_not_in "$err" "lost" "log RUN-ID does not say the state is lost"
-run "$AILOOP" log
-expect_rc 66 "log on the base branch, which has no ailoop commits"
-expect_in "$err" "run $id is on branch ai-loop/fix-all: 'ailoop log $id' shows it" \
-	"log on the base branch points to the run on its branch"
+run "$AILOOP" log --oneline
+expect_rc 0 "log on the base branch, which has no ailoop commits"
+expect_eq "$(printf '%s\n' "$out" | awk '{print $2}' | tr '\n' ' ')" "0 1 2 3 " \
+	"log on the base branch shows the run status shows, from its branch"
 run "$AILOOP" status
 expect_rc 0 "status on the base branch"
 expect_in "$out" "run $id: complete" "status finds the run on its branch"

@@ -28,7 +28,18 @@ struct al_run_view {
 };
 
 /*
- * Reads run `id`, or the newest run (here or on a branch) if `id` is NULL.
+ * The run a command given no RUN-ID means (status, log, report, land), by
+ * one rule: the newest run whose state in the work tree names the
+ * checked-out branch (or a detached HEAD) as its own, the run HEAD is on;
+ * else the newest run of the repository, here or on its branch. Returns
+ * its id (caller frees), with *from the branch to read it from when its
+ * branch is not checked out (else NULL; caller frees), or NULL and
+ * AL_ENOTFOUND's message when there is no run.
+ */
+char *al_run_pick(struct al_git *git, char **from);
+
+/*
+ * Reads run `id`, or the run al_run_pick() picks if `id` is NULL.
  * `git` may be NULL (then only the work tree is looked at). AL_ENOTFOUND
  * (al_errmsg() says so) when there is no such run or no run at all.
  * Release with al_run_view_release() in every case.
