@@ -2,10 +2,12 @@
 #include "ailoop/base/strbuf.h"
 #include "ailoop/base/util.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 void al_progress_init(struct al_progress *p, bool quiet)
@@ -25,12 +27,88 @@ static void clear_live(struct al_progress *p)
 	p->live = false;
 }
 
+/* The terminal's width in columns, asked at each draw so a resize (SIGWINCH) counts; 0: unknown. */
+static int columns(void)
+{
+	struct winsize ws;
+
+	return ioctl(2, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+}
+
+/*
+ * The columns code point `c` takes on a terminal: none for a combining
+ * mark or a zero-width one, two for East Asian wide forms and emoji.
+ */
+static int cp_width(unsigned c)
+{
+	if ((c >= 0x300 && c <= 0x36f) || (c >= 0x200b && c <= 0x200f) ||
+	    (c >= 0xfe00 && c <= 0xfe0f))
+		return 0;
+	if ((c >= 0x1100 && c <= 0x115f) || (c >= 0x2e80 && c <= 0xa4cf) ||
+	    (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) ||
+	    (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0xff00 && c <= 0xff60) ||
+	    (c >= 0xffe0 && c <= 0xffe6) || (c >= 0x1f300 && c <= 0x1f64f) ||
+	    (c >= 0x1f900 && c <= 0x1f9ff) || (c >= 0x20000 && c <= 0x3fffd))
+		return 2;
+	return 1;
+}
+
+/*
+ * How many bytes of `s` fit in `room` columns, never splitting a UTF-8
+ * sequence (a byte that starts none counts as one column of its own).
+ */
+static size_t fit(const char *s, int room)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t at = 0;
+	int used = 0;
+
+	while (u[at]) {
+		unsigned c = u[at];
+		size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+			   : (c & 0xf8) == 0xf0 ? 4 : 1;
+		int w;
+
+		if (len > 1)
+			c &= 0x3f >> (len - 1);
+		for (size_t k = 1; k < len; k++) {
+			if ((u[at + k] & 0xc0) != 0x80) /* cut short (the line's own limit) */
+				return at;
+			c = c << 6 | (u[at + k] & 0x3f);
+		}
+		w = len == 1 ? 1 : cp_width(c);
+		if (used + w > room)
+			break;
+		used += w;
+		at += len;
+	}
+	return at;
+}
+
+/*
+ * The live line, cut to the terminal's width with its clock kept: a line
+ * wider than the screen wraps, and "\r" then goes back to the start of its
+ * last row only, so each redraw would leave a copy above. The last column
+ * stays empty, where some terminals wrap at once.
+ */
 static void draw(struct al_progress *p, int64_t now)
 {
 	int64_t s = (now - p->step_start) / 1000;
+	int width = columns(), room;
+	char clock[32];
+	size_t keep, len = strlen(p->line);
+	bool cut = false;
 
-	fprintf(stderr, "\r\033[K%s%s %lld:%02lld%s", p->color ? "\033[1m" : "", p->line,
-		(long long)(s / 60), (long long)(s % 60), p->color ? "\033[0m" : "");
+	snprintf(clock, sizeof(clock), "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
+	room = width > 0 ? width - 2 - (int)strlen(clock) : INT_MAX;
+	keep = room > 0 ? fit(p->line, room) : 0;
+	if (keep < len) {
+		cut = room > 1;
+		keep = cut ? fit(p->line, room - 1) : 0; /* and "…" */
+	}
+	fprintf(stderr, "\r\033[K%s%.*s%s%s%s%s", p->color ? "\033[1m" : "", (int)keep, p->line,
+		cut ? "…" : "", keep || cut ? " " : "", room > 0 || width <= 0 ? clock : "",
+		p->color ? "\033[0m" : "");
 	fflush(stderr);
 	p->live = true;
 	p->last_draw = now;
