@@ -314,16 +314,30 @@ static void render_flow(const struct setup *s, struct al_strbuf *out)
 	}
 }
 
-/* A command sensor's agent file, from the template agents/loop-sensor-tests.md. */
+/*
+ * A command sensor's agent file, from the template agents/loop-sensor-tests.md,
+ * with the metrics that read what its command's test runner prints.
+ */
 static void render_sensor(const struct sensor *x, struct al_strbuf *out)
 {
 	const char *p = al_template_find("agents/loop-sensor-tests.md")->text;
+	bool in_metrics = false;
 
 	while (*p) {
 		const char *eol = strchr(p, '\n');
 		size_t len = eol ? (size_t)(eol - p) : strlen(p);
 
-		if (al_starts_with(p, "name:")) {
+		if (in_metrics && *p == ' ') {
+			p = eol ? eol + 1 : p + len;
+			continue; /* the template's own metrics */
+		}
+		in_metrics = false;
+		if (al_starts_with(p, "metrics:")) {
+			in_metrics = true;
+			al_strbuf_adds(out, al_test_metrics(x->command));
+			p = eol ? eol + 1 : p + len;
+			continue;
+		} else if (al_starts_with(p, "name:")) {
 			al_strbuf_addf(out, "name: %s", x->name);
 		} else if (al_starts_with(p, "command:")) {
 			al_strbuf_adds(out, "command: ");

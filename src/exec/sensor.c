@@ -4,6 +4,7 @@
 #include "ailoop/base/fsutil.h"
 #include "ailoop/exec/invoke.h"
 #include "ailoop/model/md.h"
+#include "ailoop/model/metric.h"
 #include "ailoop/store/memory.h"
 #include "ailoop/base/signals.h"
 #include "ailoop/base/util.h"
@@ -16,103 +17,6 @@
 char *al_sensor_output_path(const char *dir, const char *name)
 {
 	return al_xprintf("%s/sensor-%s-output.md", dir, name);
-}
-
-/* A scan of a text by a metric's pattern: the steps of all its matches. */
-struct scan {
-	long steps;
-	bool interrupted;
-};
-
-/* Before each step of the pattern (PCRE2_AUTO_CALLOUT): a negative value ends the match. */
-static int scan_step(pcre2_callout_block *block, void *data)
-{
-	struct scan *sc = data;
-
-	(void)block;
-	if (al_signals_count()) {
-		sc->interrupted = true;
-		return PCRE2_ERROR_CALLOUT;
-	}
-	return ++sc->steps > AL_REGEX_SCAN_LIMIT ? PCRE2_ERROR_CALLOUT : 0;
-}
-
-/*
- * The matches in one fragment of valid UTF-8 of a text, `frag` of `len`
- * bytes (`options`: where it sits in the text): `*value` is the last
- * one's first group. The last pcre2_match() result: PCRE2_ERROR_NOMATCH
- * once every match is found, another one < 0 if the pattern gave up.
- */
-static int capture_in(pcre2_code *re, const char *frag, size_t len, uint32_t options,
-		      pcre2_match_data *md, pcre2_match_context *mc, char **value)
-{
-	size_t off = 0;
-	int m = PCRE2_ERROR_NOMATCH;
-
-	while (off <= len && (m = pcre2_match(re, (PCRE2_SPTR)frag, len, off, options, md, mc)) > 0) {
-		PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-
-		free(*value);
-		*value = ov[2] == PCRE2_UNSET ? al_strdup("")
-					      : al_strndup(frag + ov[2], ov[3] - ov[2]);
-		if (ov[1] > off) {
-			off = ov[1];
-			continue;
-		}
-		/* an empty match: on from the next character */
-		for (off++; off < len && (frag[off] & 0xc0) == 0x80; off++)
-			;
-	}
-	return off > len ? PCRE2_ERROR_NOMATCH : m;
-}
-
-/*
- * The last match's first group, the way test runners print totals last,
- * in `*value` (NULL: no match). The whole scan, every match of it, is
- * bounded as one match of a condition is: at AL_REGEX_SCAN_LIMIT steps,
- * or a match past the match limits, the pattern gives up (1, no value);
- * AL_EINTR at an interrupt, between any two steps. Output is bytes: the
- * pattern is matched in each fragment of valid UTF-8 (a boundary neither
- * the start nor the end of a line), as PCRE2_MATCH_INVALID_UTF would, but
- * without checking the rest of the text again at each match: a scan of
- * 1 MiB of output with 30,000 matches took 27 s.
- */
-static int last_capture(pcre2_code *re, const char *text, size_t len, char **value)
-{
-	pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
-	pcre2_match_context *mc = pcre2_match_context_create(NULL);
-	struct scan sc = { 0, false };
-	size_t start = 0, flen = al_utf8_valid_len(text, len);
-	int m, rc = 0;
-
-	if (!md || !mc)
-		al_die_oom();
-	*value = NULL;
-	pcre2_set_match_limit(mc, AL_REGEX_MATCH_LIMIT);
-	pcre2_set_depth_limit(mc, AL_REGEX_DEPTH_LIMIT);
-	pcre2_set_callout(mc, scan_step, &sc);
-	for (;;) {
-		uint32_t options = PCRE2_NO_UTF_CHECK | (start ? PCRE2_NOTBOL : 0) |
-				   (start + flen < len ? PCRE2_NOTEOL : 0);
-
-		m = capture_in(re, text + start, flen, options, md, mc, value);
-		if (m != PCRE2_ERROR_NOMATCH) {
-			free(*value);
-			*value = NULL;
-			rc = sc.interrupted ? AL_EINTR : 1;
-			break;
-		}
-		/* past the bytes that are not UTF-8, to the next fragment */
-		for (start += flen, flen = 0; start < len && !flen;) {
-			start++;
-			flen = al_utf8_valid_len(text + start, len - start);
-		}
-		if (start >= len)
-			break;
-	}
-	pcre2_match_context_free(mc);
-	pcre2_match_data_free(md);
-	return rc;
 }
 
 static bool matches(pcre2_code *re, const char *text, size_t len)
@@ -267,7 +171,7 @@ static int write_command_output(const struct al_sensor *s, const struct al_call 
 	status = pass ? "pass" : "fail";
 	for (size_t i = 0; i < a->nmetrics; i++) {
 		/* interrupted: nothing is written, and the resumed node measures again */
-		if ((rc = last_capture(a->metrics[i].re, text, len, &values[i])) == AL_EINTR)
+		if ((rc = al_metric_read(&a->metrics[i], text, len, &values[i])) == AL_EINTR)
 			goto done;
 		if (rc > 0)
 			al_progress_note(call->progress, "ailoop: [%s] %s: sensor '%s': metric '%s' "

@@ -94,33 +94,79 @@ const char *al_agent_model(const struct al_agent *a, const char *runner, struct 
 	return m ? m->model : a->model;
 }
 
+static const char *const metric_keys[] = { "pattern", "sum", "count", "default" };
+
+/*
+ * One metric: a pattern, or a map of its pattern and how its matches make
+ * the value ({pattern: P, sum: true}; count: true; default: 0).
+ */
+static bool read_metric(struct al_check *c, struct al_metric *m, const struct al_val *k,
+			const struct al_val *v)
+{
+	const struct al_val *pat = v;
+	bool sum = false, count = false;
+	uint32_t groups = 0;
+
+	if (v->kind == AL_VAL_MAP) {
+		pat = NULL;
+		for (size_t i = 0; i < v->n; i++) {
+			const struct al_val *key = AL_VAL_KEY(v, i), *val = AL_VAL_VALUE(v, i);
+
+			if (!strcmp(key->str, "pattern"))
+				pat = val;
+			else if (!strcmp(key->str, "sum"))
+				al_check_bool(c, val, "sum", &sum);
+			else if (!strcmp(key->str, "count"))
+				al_check_bool(c, val, "count", &count);
+			else if (!strcmp(key->str, "default"))
+				al_check_string(c, val, "default", &m->dflt);
+			else
+				al_check_unknown_key(c, key, metric_keys, AL_ARRAY_SIZE(metric_keys),
+						     "metric");
+		}
+		if (!pat) {
+			al_check_error(c, v->pos, "metric '%s' needs a 'pattern'", k->str);
+			return false;
+		}
+		if (sum && count) {
+			al_check_error(c, v->pos, "metric '%s' is either a 'sum' or a 'count', "
+				       "not both", k->str);
+			return false;
+		}
+	}
+	m->re = al_check_regex_scan(c, pat, k->str);
+	if (!m->re)
+		return false;
+	m->of = sum ? AL_METRIC_SUM : count ? AL_METRIC_COUNT : AL_METRIC_LAST;
+	pcre2_pattern_info(m->re, PCRE2_INFO_CAPTURECOUNT, &groups);
+	if (groups < 1 && !count) {
+		al_check_error(c, pat->pos, "metric '%s' needs a capture group around the value "
+			       "(or 'count: true' to count its matches)", k->str);
+		pcre2_code_free(m->re);
+		m->re = NULL;
+		return false;
+	}
+	m->name = k->str;
+	return true;
+}
+
 static void read_metrics(struct al_check *c, struct al_agent *a, const struct al_val *v)
 {
 	if (!al_check_kind(c, v, AL_VAL_MAP, "metrics"))
 		return;
 	a->metrics = al_calloc(v->n, sizeof(*a->metrics));
 	for (size_t i = 0; i < v->n; i++) {
-		const struct al_val *k = AL_VAL_KEY(v, i), *pat = AL_VAL_VALUE(v, i);
-		pcre2_code *re;
-		uint32_t groups = 0;
+		const struct al_val *k = AL_VAL_KEY(v, i);
 
 		if (!al_id_valid(k->str)) {
 			al_check_error(c, k->pos, "metric name '%s' must be letters, digits, '_' and '-'",
 				       k->str);
 			continue;
 		}
-		re = al_check_regex_scan(c, pat, k->str);
-		if (!re)
-			continue;
-		pcre2_pattern_info(re, PCRE2_INFO_CAPTURECOUNT, &groups);
-		if (groups < 1) {
-			al_check_error(c, pat->pos,
-				       "metric '%s' needs a capture group around the value", k->str);
-			pcre2_code_free(re);
-			continue;
-		}
-		a->metrics[a->nmetrics].name = k->str;
-		a->metrics[a->nmetrics++].re = re;
+		if (read_metric(c, &a->metrics[a->nmetrics], k, AL_VAL_VALUE(v, i)))
+			a->nmetrics++;
+		else
+			memset(&a->metrics[a->nmetrics], 0, sizeof(a->metrics[a->nmetrics]));
 	}
 }
 

@@ -12,8 +12,100 @@
 
 /*
  * Which test commands a project has, from the files that mark each kind of
- * project: for `ailoop setup`.
+ * project, and the metrics that read what each runner prints: for
+ * `ailoop setup`.
  */
+
+/*
+ * The `metrics:` block of a sensor agent file for each runner, each
+ * pattern checked against what the runner printed (tests/fixtures/sensors).
+ * pytest's summary line lists its counts ("1 failed, 3 passed in 0.03s")
+ * and names no failures when none failed; cargo prints a `test result:`
+ * line for each test binary, the doc-tests' too; `go test` prints no count
+ * but a `--- FAIL:` line a failed test; ctest a line a test; jest, vitest,
+ * `node --test` (its TAP and spec reporters) and mocha a total each.
+ */
+static const struct {
+	const char *tool, *metrics;
+} runner_metrics[] = {
+	{ "pytest", "metrics:\n"
+		    "  passed: '(?m)^=*\\s*(?:\\d+ \\w+, )*(\\d+) passed\\b'\n"
+		    "  failed: {pattern: '(?m)^=*\\s*(?:\\d+ \\w+, )*(\\d+) failed\\b', default: 0}\n"
+		    "  errors: {pattern: '(?m)^=*\\s*(?:\\d+ \\w+, )*(\\d+) errors?\\b', default: 0}\n" },
+	{ "cargo", "metrics:\n"
+		   "  passed: {pattern: 'test result: \\w+\\. (\\d+) passed', sum: true}\n"
+		   "  failed: {pattern: 'test result: \\w+\\. \\d+ passed; (\\d+) failed', sum: true}\n" },
+	{ "go", "metrics:\n"
+		"  failed: {pattern: '(?m)^\\s*--- FAIL:', count: true}\n"
+		"  packages_ok: {pattern: '(?m)^ok\\s', count: true}\n"
+		"  packages_failed: {pattern: '(?m)^FAIL\\t', count: true}\n" },
+	{ "ctest", "metrics:\n"
+		   "  passed: {pattern: '(?m)^\\s*\\d+/\\d+ Test +#\\d+: .*\\sPassed\\s', count: true}\n"
+		   "  failed: '(\\d+) tests failed out of \\d+'\n"
+		   "  total: 'tests failed out of (\\d+)'\n" },
+	{ "npm", "metrics:\n"
+		 "  passed: '(?m)(?|^\\s*Tests:?\\s+(?:.*\\D)?(\\d+) passed|^(?:# |\xe2\x84\xb9 )pass (\\d+)$|^\\s+(\\d+) passing)'\n"
+		 "  failed: {pattern: '(?m)(?|^\\s*Tests:?\\s+(?:.*\\D)?(\\d+) failed|^(?:# |\xe2\x84\xb9 )fail (\\d+)$|^\\s+(\\d+) failing)', default: 0}\n" },
+};
+
+/* What other runners print, as most do ("3 passed, 1 failed"). */
+static const char generic_metrics[] = "metrics:\n"
+				      "  failed: '(\\d+) failed'\n"
+				      "  passed: '(\\d+) passed'\n";
+
+static const char *metrics_of(const char *tool)
+{
+	for (size_t i = 0; i < AL_ARRAY_SIZE(runner_metrics); i++)
+		if (!strcmp(runner_metrics[i].tool, tool))
+			return runner_metrics[i].metrics;
+	return generic_metrics;
+}
+
+/*
+ * The runner a command (or the Makefile it runs) names, by the words that
+ * start each one: `python3 -m pytest`, `cargo test`, `npx jest`.
+ */
+static const char *runner_named(const char *text)
+{
+	static const struct {
+		const char *word, *tool;
+	} words[] = {
+		{ "pytest", "pytest" },	  { "cargo test", "cargo" }, { "go test", "go" },
+		{ "ctest", "ctest" },	  { "node --test", "npm" },  { "jest", "npm" },
+		{ "vitest", "npm" },	  { "mocha", "npm" },	     { "npm test", "npm" },
+		{ "npm run test", "npm" }, { "yarn test", "npm" },    { "pnpm test", "npm" },
+	};
+	const char *best = NULL, *at = NULL;
+
+	for (size_t i = 0; i < AL_ARRAY_SIZE(words); i++) {
+		const char *w = strstr(text, words[i].word);
+
+		if (w && (!at || w < at)) {
+			at = w;
+			best = words[i].tool;
+		}
+	}
+	return best;
+}
+
+const char *al_test_metrics(const char *command)
+{
+	const char *tool = runner_named(command);
+	struct al_strbuf mk = AL_STRBUF_INIT;
+
+	/* `make test`: what the Makefile runs (here, or where the command goes) */
+	if (!tool && strstr(command, "make")) {
+		const char *cd = al_starts_with(command, "cd ") ? command + 3 : NULL;
+		size_t dl = cd ? strcspn(cd, " &;'") : 0;
+		char *path = al_xprintf("%.*s%sMakefile", (int)dl, cd ? cd : "", dl ? "/" : "");
+
+		if (al_strbuf_read_file(&mk, path, 1 << 20) == 0)
+			tool = runner_named(mk.buf);
+		free(path);
+	}
+	al_strbuf_release(&mk);
+	return tool ? metrics_of(tool) : generic_metrics;
+}
 
 /*
  * Whether the Makefile `path` has a rule for `target`: a line (not a
@@ -72,6 +164,16 @@ static bool has_file(const char *dir, const char *name)
 	return found;
 }
 
+static bool has_dir(const char *dir, const char *name)
+{
+	char *p = al_xprintf("%s%s", dir, name);
+	struct stat st;
+	bool found = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+
+	free(p);
+	return found;
+}
+
 struct found {
 	const char *tool;
 	char *command;
@@ -90,6 +192,8 @@ static size_t detect_dir(const char *dir, struct found *f, size_t max)
 		{ "pyproject.toml", "pytest", "pytest" },
 		{ "setup.py", "pytest", "pytest" },
 		{ "pytest.ini", "pytest", "pytest" },
+		{ "tox.ini", "pytest", "pytest" },
+		{ "requirements.txt", "pytest", "pytest" }, /* with a tests/ or test/ directory */
 		{ "pom.xml", "mvn", "mvn test" },
 		{ "build.gradle", "gradle", "gradle test" },
 		{ "build.gradle.kts", "gradle", "gradle test" },
@@ -110,6 +214,9 @@ static size_t detect_dir(const char *dir, struct found *f, size_t max)
 
 		if (!has_file(dir, kinds[k].file))
 			continue;
+		if (!strcmp(kinds[k].file, "requirements.txt") && !has_dir(dir, "tests") &&
+		    !has_dir(dir, "test"))
+			continue; /* the dependencies of something else than a tested package */
 		if (!strcmp(kinds[k].tool, "npm")) {
 			char *pkg = al_xprintf("%s%s", dir, kinds[k].file);
 			bool test = npm_has_test(pkg);
@@ -182,6 +289,7 @@ static void add(struct al_test_cmds *c, char *name, char *command)
 		c->v = al_realloc(c->v, c->alloc * sizeof(*c->v));
 	}
 	c->v[c->n].name = name;
+	c->v[c->n].metrics = al_test_metrics(command);
 	c->v[c->n++].command = command;
 }
 

@@ -490,3 +490,53 @@ Test(agent, model_per_runner)
 	cr_assert_not(a->loaded);
 	unit_assert_diag(&diags, NULL, 2, 17, "'claude' must be a string, not a list");
 }
+
+Test(agent, metrics_of_a_sum_a_count_and_a_default)
+{
+	struct al_agent *a = load("m.md", "---\n"
+					  "command: make test\n"
+					  "metrics:\n"
+					  "  passed: {pattern: 'ok (\\d+)', sum: true}\n"
+					  "  failed: {pattern: '^--- FAIL', count: true}\n"
+					  "  errors: {pattern: '(\\d+) errors', default: 0}\n"
+					  "---\n");
+	char *v;
+
+	unit_assert_ndiags(&diags, 0);
+	cr_assert_eq(a->nmetrics, 3);
+	cr_assert_eq(al_metric_read(&a->metrics[0], "ok 2\nok 3\nok x\n", 15, &v), 0);
+	cr_assert_str_eq(v, "5");
+	free(v);
+	cr_assert_eq(al_metric_read(&a->metrics[0], "none", 4, &v), 0);
+	cr_assert_null(v, "a sum of no match is unknown");
+	cr_assert_eq(al_metric_read(&a->metrics[1], "ok", 2, &v), 0);
+	cr_assert_str_eq(v, "0");
+	free(v);
+	cr_assert_eq(al_metric_read(&a->metrics[2], "ok", 2, &v), 0);
+	cr_assert_str_eq(v, "0");
+	free(v);
+	cr_assert_eq(al_metric_read(&a->metrics[2], "4 errors", 8, &v), 0);
+	cr_assert_str_eq(v, "4");
+	free(v);
+}
+
+Test(agent, a_metric_map_that_cannot_be_read)
+{
+	struct al_agent *a = load("bad.md", "---\n"
+					    "command: make test\n"
+					    "metrics:\n"
+					    "  a: {sum: true}\n"                          /* 4 */
+					    "  b: {pattern: '(x)', sum: true, count: true}\n" /* 5 */
+					    "  c: {pattern: '(x)', sums: true}\n"          /* 6 */
+					    "  d: {pattern: 'x'}\n"                        /* 7 */
+					    "  e: {pattern: 'x', count: yes please}\n"     /* 8 */
+					    "---\n");
+
+	cr_assert_not(a->loaded);
+	unit_assert_diag(&diags, NULL, 4, 6, "metric 'a' needs a 'pattern'");
+	unit_assert_diag(&diags, NULL, 5, 6, "metric 'b' is either a 'sum' or a 'count', not both");
+	unit_assert_diag(&diags, NULL, 6, 23, "unknown key 'sums' in metric (did you mean 'sum'?)");
+	unit_assert_diag(&diags, NULL, 7, 16, "metric 'd' needs a capture group around the value "
+			 "(or 'count: true' to count its matches)");
+	unit_assert_diag(&diags, NULL, 8, 28, "'count' must be true or false");
+}

@@ -3,6 +3,7 @@
 
 #include "ailoop/base/diag.h"
 #include "ailoop/model/doc.h"
+#include "ailoop/model/metric.h"
 #include "ailoop/base/util.h"
 
 #include <pcre2.h>
@@ -24,11 +25,6 @@
  */
 #define AL_DEFAULT_FORMAT_RETRIES 1
 #define AL_MAX_FORMAT_RETRIES 5
-
-struct al_metric {
-	const char *name;
-	pcre2_code *re; /* one capture group: the value */
-};
 
 /* One entry of `model: {claude: sonnet, codex: gpt-5}`. */
 struct al_agent_model {
