@@ -9,7 +9,7 @@ _ailoop_commands()
 	local prog=$1 list
 	list=$("$prog" --help 2>/dev/null |
 		awk '/^commands:/ { on = 1; next } on && /^$/ { exit } on { print $1 }')
-	printf '%s\n' "${list:-setup run resume status log report validate graph memory help}"
+	printf '%s\n' "${list:-setup run resume status log report land runs clean validate graph memory help}"
 }
 
 _ailoop_options()
@@ -184,7 +184,7 @@ _ailoop()
 		return 0
 	fi
 	case $cmd in
-	resume | status | log | report)
+	resume | status | log | report | land)
 		[[ -z $run ]] && mapfile -t COMPREPLY < <(compgen -W "$(_ailoop_runs)" -- "$cur")
 		;;
 	memory)

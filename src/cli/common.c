@@ -331,7 +331,10 @@ int al_cli_report_run(struct al_exec *ex, int rc, bool json)
 	printf("  branch:       %s\n  base branch:  %s\n  commits:      %zu\n",
 	       branch ? branch : "(detached HEAD)", base ? base : "-", commits);
 	if (branch && base && strcmp(branch, base)) {
-		printf("  merge:        git checkout %s && git merge %s\n", base, branch);
+		printf("  land:         ailoop land %s (its change on %s, one commit)\n",
+		       ex->run->st.run_id, base);
+		printf("  merge:        ailoop land --merge %s (keeping its history)\n",
+		       ex->run->st.run_id);
 		printf("  diff:         git diff %s...%s\n", base, branch);
 		printf("  discard:      git checkout %s && git branch -D %s\n", base, branch);
 	}

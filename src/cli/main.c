@@ -112,6 +112,22 @@ const struct al_command al_commands[] = {
 	  "Without RUN-ID, status, log, report and land pick the same run: the newest\n"
 	  "run whose state here names the checked-out branch as its own (the run HEAD is\n"
 	  "on), else the newest run of the repository, here or on its branch.\n" },
+	{ "land", cmd_land, "[RUN-ID] [--merge]",
+	  "put a finished run's change on its base branch, without its run files",
+	  "Commits the run's net change (RUN-ID, or the run picked as 'ailoop help status'\n"
+	  "says) on its base branch as one commit: the base branch's tree with the\n"
+	  "run's change to everything outside .ai-loop/runs, merged three-way when the\n"
+	  "base branch moved on. The message is the task's first line, then the run,\n"
+	  "how it ended, its iterations, and its sensors before and after. With the\n"
+	  "base branch checked out, the work tree follows (it must be clean). The run's\n"
+	  "branch stays; 'ailoop clean' removes it.\n"
+	  "  --merge   a merge commit of the run's branch instead, keeping its history\n"
+	  "            (still without .ai-loop/runs in the base branch's tree)\n\n"
+	  "exit status: 0 landed, or the base branch has the change already; 1 the\n"
+	  "change conflicts with the base branch's (nothing written); 64 the run is not\n"
+	  "finished, committed on its base branch (--no-branch), the work tree is not\n"
+	  "clean, or the base branch is checked out in another worktree; 66 no such run\n"
+	  "or branch; 75 another ailoop is at work here.\n" },
 	{ "memory", cmd_memory, "get KEY | set KEY VALUE [--json] | list [--json]",
 	  "read and write the working memory of the run (for agents)",
 	  "Agents share facts through the run's working memory (memory.jsonl in the run's\n"

@@ -105,7 +105,7 @@ static int in_the_way(git_checkout_notify_t why, const char *path, const git_dif
  * checked out, or NULL: a checkout of it here would fail half-way, with
  * the work tree and index set to its tree and HEAD left where it was.
  */
-static char *checked_out_elsewhere(git_repository *repo, const char *ref)
+char *al_git_checked_out_elsewhere(git_repository *repo, const char *ref)
 {
 	git_strarray names = { NULL, 0 };
 	char *found = NULL;
@@ -148,7 +148,7 @@ int al_git_checkout(struct al_git *g, const char *name, char **conflict)
 	opts.notify_payload = &first;
 	if (git_branch_lookup(&branch, g->repo, name, GIT_BRANCH_LOCAL) < 0)
 		return al_err(AL_ENOTFOUND, "branch '%s' does not exist", name);
-	if ((first = checked_out_elsewhere(g->repo, git_reference_name(branch)))) {
+	if ((first = al_git_checked_out_elsewhere(g->repo, git_reference_name(branch)))) {
 		rc = al_err(AL_ENOTFOUND, "branch '%s' is checked out in the worktree '%s': go on "
 			    "there ('cd %s'), or remove that worktree first ('git worktree remove "
 			    "%s')", name, first, first, first);

@@ -20,7 +20,7 @@
 /* The run's commits: who makes them, what they hold, HEAD moved to them. */
 
 /* Identity from the environment, then config, then ailoop's own. */
-static int signature(git_signature **out, git_repository *repo, const char *who)
+int al_git_signature(git_signature **out, git_repository *repo, const char *who)
 {
 	char name_var[32], email_var[32];
 	const char *name, *email;
@@ -49,8 +49,8 @@ int al_git_identity(struct al_git *g)
 {
 	if (g->author)
 		return 0;
-	if (signature(&g->author, g->repo, "AUTHOR") < 0 ||
-	    signature(&g->committer, g->repo, "COMMITTER") < 0) {
+	if (al_git_signature(&g->author, g->repo, "AUTHOR") < 0 ||
+	    al_git_signature(&g->committer, g->repo, "COMMITTER") < 0) {
 		git_signature_free(g->author);
 		g->author = NULL;
 		return al_git_fail("cannot make the commit's signature");

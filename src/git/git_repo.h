@@ -289,4 +289,12 @@ void al_git_index_left(struct al_git *g, git_index *index);
 /* A new watch (any old one dropped), or full scans from now on if none can start. */
 void al_git_watch_start(struct al_git *g);
 
+/* (git_commit.c) Who commits, now: GIT_<who>_NAME/EMAIL, then the config, then ailoop's own. */
+int al_git_signature(git_signature **out, git_repository *repo, const char *who);
+/*
+ * (git_checkout.c) The path of the linked worktree that has branch `ref`
+ * (a full name) checked out, or NULL. Caller frees.
+ */
+char *al_git_checked_out_elsewhere(git_repository *repo, const char *ref);
+
 #endif

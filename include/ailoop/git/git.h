@@ -288,4 +288,28 @@ int al_git_diffstat(struct al_git *g, const char *rev, const char *skip,
 		    struct al_git_file_stat **out, size_t *n);
 void al_git_diffstat_free(struct al_git_file_stat *files, size_t n);
 
+/* What al_git_land() lands, where, and how. */
+struct al_git_land_opts {
+	const char *onto;     /* the base branch */
+	const char *from;     /* the run's branch */
+	const char *keep_out; /* the directory none of whose changes land (.ai-loop/runs) */
+	const char *message;
+	const char *run_id;   /* for the reflog and messages */
+	bool merge;           /* a merge commit of both tips, else one commit on `onto` */
+};
+
+/*
+ * Puts the change of branch `from` since it left `onto` on `onto`: the
+ * three-way merge of the two tips' trees, `from`'s with `keep_out` as their
+ * merge base has it, committed with `onto`'s tip as its parent (and
+ * `from`'s, with `merge`). Where `onto` is checked out here, the work tree
+ * and index follow (they must be clean: the caller checks), as git's would.
+ * Returns 0 with `oid` the new commit; 1, writing nothing, if `onto` has
+ * the change already; AL_ECONFLICT, writing nothing, with *conflict the
+ * first path in conflict (caller frees); AL_ENOTFOUND if a branch is
+ * missing; AL_EUSAGE if `onto` is checked out in another worktree.
+ */
+int al_git_land(struct al_git *g, const struct al_git_land_opts *o, char oid[AL_OID_HEX],
+		char **conflict);
+
 #endif
