@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 
 static bool in_subtree(const char *path, const char *node)
@@ -174,18 +175,15 @@ static int add_ref(const char *oid, const char *message, int64_t time, void *dat
 }
 
 /*
- * Prints the run from its first commit `start` on: that commit at once,
- * then the commits after it, oldest first, each read as it is printed.
+ * Prints run `run_id`'s commits after `hide` up to `rev`, oldest first,
+ * each read as it is printed; another run's, merged in, are not its.
  */
-static int stream(struct al_git *git, const char *rev, struct printer *p,
-		  const struct al_iteration *start)
+static int print_after(struct al_git *git, const char *rev, const char *hide, struct printer *p,
+		       const char *run_id)
 {
 	struct commit_refs refs = { NULL, 0, 0 };
-	int rc;
+	int rc = al_git_walk(git, rev, hide, add_ref, &refs);
 
-	print_one(p, start);
-	fflush(stdout);
-	rc = al_git_walk(git, rev, start->oid, add_ref, &refs);
 	for (size_t i = refs.n; rc == 0 && i-- > 0;) {
 		struct al_iteration it;
 		char *msg = NULL;
@@ -193,8 +191,7 @@ static int stream(struct al_git *git, const char *rev, struct printer *p,
 		if (al_git_message(git, refs.v[i].oid, &msg) < 0) {
 			rc = -1;
 		} else if (al_iteration_parse(&it, msg)) {
-			/* another run's commits, merged in, are not this run's */
-			if (it.run_id && !strcmp(it.run_id, start->run_id)) {
+			if (it.run_id && run_id && !strcmp(it.run_id, run_id)) {
 				memcpy(it.oid, refs.v[i].oid, AL_OID_HEX);
 				it.time = refs.v[i].time;
 				print_one(p, &it);
@@ -207,6 +204,67 @@ static int stream(struct al_git *git, const char *rev, struct printer *p,
 	return rc;
 }
 
+/*
+ * Prints the run from its first commit `start` on: that commit at once,
+ * then the commits after it, oldest first, each read as it is printed.
+ */
+static int stream(struct al_git *git, const char *rev, struct printer *p,
+		  const struct al_iteration *start)
+{
+	print_one(p, start);
+	fflush(stdout);
+	return print_after(git, rev, start->oid, p, start->run_id);
+}
+
+static int first_oid(const char *oid, const char *message, int64_t time, void *data)
+{
+	(void)message;
+	(void)time;
+	memcpy(data, oid, AL_OID_HEX);
+	return 1;
+}
+
+/* The commit `rev` names now, into `oid`. */
+static int tip_of(struct al_git *git, const char *rev, char oid[AL_OID_HEX])
+{
+	oid[0] = '\0';
+	return al_git_walk(git, rev, NULL, first_oid, oid) < 0 || !oid[0] ? -1 : 0;
+}
+
+/*
+ * log --follow: after what is printed, up to commit `tip`, the run's
+ * commits on `rev` as they come, a look every `interval_ms`, until no
+ * ailoop process holds the run's lock (its last commits printed then).
+ * A run not in this work tree (read from another branch) has none.
+ */
+static int follow(struct al_git *git, const char *rev, const char *tip, struct printer *p,
+		  const char *run_id, int interval_ms)
+{
+	char *dir = al_xprintf("%s/%s", AL_RUNS_DIR, run_id), last[AL_OID_HEX], now[AL_OID_HEX];
+	int rc = 0;
+
+	memcpy(last, tip, AL_OID_HEX);
+	for (;;) {
+		/* asked first: once it is gone, every commit of the run is there */
+		char *holder = al_run_lock_holder(dir);
+
+		if (tip_of(git, rev, now) == 0 && strcmp(now, last)) {
+			if ((rc = print_after(git, now, last, p, run_id)) < 0) {
+				free(holder);
+				break;
+			}
+			memcpy(last, now, AL_OID_HEX);
+			fflush(stdout);
+		}
+		if (!holder)
+			break;
+		free(holder);
+		poll(NULL, 0, interval_ms);
+	}
+	free(dir);
+	return rc;
+}
+
 int cmd_log(int argc, char **argv)
 {
 	static const struct option longs[] = {
@@ -214,15 +272,20 @@ int cmd_log(int argc, char **argv)
 		{ "node", required_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "oneline", no_argument, NULL, 'o' },
+		{ "follow", no_argument, NULL, 'f' },
+		{ "interval", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 0 },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *branch = NULL, *node = "", *wanted;
-	bool json = false, oneline = false;
+	bool json = false, oneline = false, following = false;
+	char tip[AL_OID_HEX];
+	const char *run_id = NULL;
+	int interval_ms = AL_CLI_INTERVAL_MS;
 	struct al_iteration *its = NULL;
 	struct al_git *git = NULL;
 	struct al_run *run = NULL;
-	char *rev = NULL, *found = NULL, *elsewhere = NULL;
+	char *rev = NULL, *ref = NULL, *found = NULL, *elsewhere = NULL;
 	struct al_iteration start = { 0 };
 	struct printer p = { "", false, false, 0, NULL };
 	size_t n = 0;
@@ -235,6 +298,11 @@ int cmd_log(int argc, char **argv)
 		case 'N': node = optarg; break;
 		case 'j': json = true; break;
 		case 'o': oneline = true; break;
+		case 'f': following = true; break;
+		case 'i':
+			if ((code = al_cli_interval(optarg, &interval_ms)))
+				return code;
+			break;
 		}
 	}
 	p.node = node;
@@ -275,8 +343,15 @@ int cmd_log(int argc, char **argv)
 	if (!wanted && !branch && (wanted = found = al_run_pick(git, &elsewhere)) && elsewhere)
 		branch = elsewhere; /* the run status and report show, by the same rule */
 	rev = branch ? al_xprintf("refs/heads/%s", branch) : al_strdup("HEAD");
+	/* what --follow prints first ends at the commit the rest starts from */
+	if (following && tip_of(git, rev, tip) == 0) {
+		ref = rev;
+		rev = al_strdup(tip);
+	}
 	if (find_start(git, rev, wanted, &start)) {
-		if ((rc = stream(git, rev, &p, &start)) < 0)
+		if ((rc = stream(git, rev, &p, &start)) == 0 && ref)
+			rc = follow(git, ref, tip, &p, start.run_id, interval_ms);
+		if (rc < 0)
 			code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
 		else
 			code = print_end(&p);
@@ -296,7 +371,13 @@ int cmd_log(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n; i++)
 		print_one(&p, &its[i]);
-	code = print_end(&p);
+	fflush(stdout);
+	run_id = wanted ? wanted : n ? its[n - 1].run_id : NULL;
+	if (ref && run_id &&
+	    (rc = follow(git, ref, tip, &p, run_id, interval_ms)) < 0)
+		code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
+	else
+		code = print_end(&p);
 done:
 	free(p.root);
 	al_iteration_release(&start);
@@ -304,6 +385,7 @@ done:
 	al_run_free(run);
 	al_git_free(git);
 	free(rev);
+	free(ref);
 	free(found);
 	free(elsewhere);
 	return code;

@@ -11,12 +11,15 @@
 #include "ailoop/base/util.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* What the run's agent calls cost, from its agent_usage events. */
 struct cost {
@@ -320,6 +323,14 @@ static int print_json(const struct al_run_state *st, const struct al_run_nodes *
 	return 0;
 }
 
+static void nap(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 /* A loop's circuit breaker, after its status. */
 static void breaker_text(const struct al_breaker *b)
 {
@@ -386,10 +397,89 @@ static void print_text(const struct al_run_state *st, const struct al_run_nodes 
 		printf("  damaged: %s\n", ns->errors[i]);
 }
 
+/*
+ * What a watcher counts as a new state: the run's status and lock, and
+ * each node's place (label, iteration, phase, status). The times shown
+ * move every second and are not a new state.
+ */
+static char *state_key(const struct al_run_view *v)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	al_strbuf_addf(&sb, "%s %s %s\n", v->st.status, v->holder ? v->holder : "-",
+		       v->st.active_node_path ? v->st.active_node_path : "-");
+	for (size_t i = 0; i < v->nodes.n; i++) {
+		const struct al_node_state *s = &v->nodes.v[i];
+
+		al_strbuf_addf(&sb, "%s %s %d %d %s %d\n", s->node_path, s->label, s->iteration,
+			       (int)s->phase, s->status, (int)s->breaker.state);
+	}
+	return al_strbuf_detach(&sb, NULL);
+}
+
+/*
+ * status --watch: the status of run `id` (the newest if NULL) again every
+ * `interval_ms`, by the command itself, until no ailoop process works on
+ * the run; on a terminal the screen is cleared and drawn again, elsewhere
+ * a state is printed only when it differs from the last one. Ctrl-C ends
+ * it (the run goes on). The exit status says how the run ended.
+ */
+static int watch(const char *id, bool json, int interval_ms)
+{
+	struct al_git *git = NULL;
+	bool tty = isatty(1);
+	char *run_id = id ? al_strdup(id) : NULL, *last = NULL;
+	int code = 0;
+
+	if (al_git_open(&git) < 0)
+		git = NULL;
+	for (;;) {
+		struct al_run_view view;
+		char *args[] = { "status", run_id, json ? "--json" : NULL, NULL };
+		char *key;
+		bool going;
+		int rc = al_run_view_load(&view, git, run_id);
+
+		if (rc < 0) {
+			code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
+			al_run_view_release(&view);
+			break;
+		}
+		if (!run_id) /* the run watched stays the one first found */
+			run_id = al_strdup(view.st.run_id);
+		going = view.holder && !view.from && !strcmp(view.st.status, "running");
+		key = state_key(&view);
+		if (tty || !last || strcmp(key, last)) {
+			args[1] = run_id;
+			if (tty)
+				fputs("\033[H\033[2J", stdout);
+			else if (last)
+				putchar('\n');
+			optind = 0; /* getopt starts afresh for the command's own parse */
+			code = cmd_status(json ? 3 : 2, args);
+			fflush(stdout);
+		}
+		free(last);
+		last = key;
+		if (code == 0 && !going)
+			code = al_cli_run_exit_code(view.st.status);
+		al_run_view_release(&view);
+		if (code || !going)
+			break;
+		nap(interval_ms);
+	}
+	free(last);
+	free(run_id);
+	al_git_free(git);
+	return code;
+}
+
 int cmd_status(int argc, char **argv)
 {
 	static const struct option longs[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "watch", no_argument, NULL, 'w' },
+		{ "interval", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 0 },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -397,16 +487,24 @@ int cmd_status(int argc, char **argv)
 	struct budget budget;
 	struct al_feedback_log feedback = { 0 };
 	struct al_git *git = NULL;
-	bool json = false;
-	int c, rc, code = 0;
+	bool json = false, watching = false;
+	int c, rc, code = 0, interval_ms = AL_CLI_INTERVAL_MS;
 
 	while ((c = al_cli_getopt(argc, argv, "", longs, &code)) != -1) {
-		if (c == '?')
-			return code;
-		json = true;
+		switch (c) {
+		case '?': return code;
+		case 'j': json = true; break;
+		case 'w': watching = true; break;
+		case 'i':
+			if ((code = al_cli_interval(optarg, &interval_ms)))
+				return code;
+			break;
+		}
 	}
 	if ((code = al_cli_operands(argc, argv, 0, 1)) || (code = al_cli_enter_repo()))
 		return code;
+	if (watching)
+		return watch(optind < argc ? argv[optind] : NULL, json, interval_ms);
 	if (al_git_open(&git) < 0)
 		git = NULL;
 	rc = al_run_view_load(&view, git, optind < argc ? argv[optind] : NULL);

@@ -340,3 +340,28 @@ int al_cli_report_run(struct al_exec *ex, int rc, bool json)
 	}
 	return code;
 }
+
+int al_cli_interval(const char *text, int *ms)
+{
+	char *end = NULL;
+	double s = strtod(text, &end);
+
+	if (end == text || *end || !(s >= 0.1 && s <= 3600))
+		return al_cli_fail(AL_EXIT_USAGE, "--interval takes seconds from 0.1 to 3600, not '%s'",
+				   text);
+	*ms = (int)(s * 1000 + 0.5);
+	return 0;
+}
+
+int al_cli_run_exit_code(const char *status)
+{
+	if (!strcmp(status, "complete"))
+		return AL_EXIT_OK;
+	if (!strcmp(status, "timeout"))
+		return AL_EXIT_TIMEOUT;
+	if (!strcmp(status, "blocked"))
+		return AL_EXIT_BLOCKED;
+	if (!strcmp(status, "paused") || !strcmp(status, "running"))
+		return AL_EXIT_INTERRUPTED;
+	return AL_EXIT_FAILED;
+}

@@ -83,20 +83,28 @@ const struct al_command al_commands[] = {
 	  "that failed runs again as its node's next iteration. A run a circuit breaker\n"
 	  "blocked has that breaker reset, and its loop acts again.\n"
 	  "A flow.yaml changed since the run started is refused unless --force.\n" },
-	{ "status", cmd_status, "[RUN-ID] [--json]",
+	{ "status", cmd_status, "[RUN-ID] [--json] [--watch [--interval S]]",
 	  "show a run's state and every node's iteration and status",
 	  "Reads run-state.md and each node's orchestrator-output.md of the run (RUN-ID,\n"
 	  "or the one picked below); each loop's circuit breaker is shown after its\n"
 	  "status. A run whose branch is not checked out is read from that branch's last\n"
 	  "commit.\n"
+	  "--watch shows it again every S seconds (default 1; on a terminal the screen\n"
+	  "is redrawn, elsewhere each new state is printed once) until no ailoop works\n"
+	  "on the run, and exits as the run did: 0 complete, 1 failed, 2 timeout,\n"
+	  "3 paused or killed, 4 blocked. Ctrl-C stops watching; the run goes on.\n"
 	  "Without RUN-ID, status, log, report and land pick the same run: the newest\n"
 	  "run whose state here names the checked-out branch as its own (the run HEAD is\n"
 	  "on), else the newest run of the repository, here or on its branch.\n" },
-	{ "log", cmd_log, "[RUN-ID | --branch NAME] [--node PATH] [--json] [--oneline]",
+	{ "log", cmd_log,
+	  "[RUN-ID | --branch NAME] [--node PATH] [--json] [--oneline]\n"
+	  "                  [--follow [--interval S]]",
 	  "show the run tree rebuilt from the git history alone",
 	  "Walks the commits of the run's branch (RUN-ID's or the one picked below, or\n"
 	  "NAME) back to the run's first commit and prints each iteration indented by level: label,\n"
 	  "node, summary and sensors. --node keeps one node and its children.\n"
+	  "--follow then prints each new iteration as its commit lands (a look every S\n"
+	  "seconds, default 1) and exits once no ailoop works on the run.\n"
 	  "Without RUN-ID, status, log, report and land pick the same run: the newest\n"
 	  "run whose state here names the checked-out branch as its own (the run HEAD is\n"
 	  "on), else the newest run of the repository, here or on its branch.\n" },

@@ -77,6 +77,19 @@ int al_cli_exit_code(int err);
 bool al_cli_color(FILE *f);
 
 /*
+ * Watching a run (status --watch, log --follow): --interval's seconds,
+ * from 0.1 to 3600, into *ms; otherwise says so and returns 64.
+ */
+#define AL_CLI_INTERVAL_MS 1000
+int al_cli_interval(const char *text, int *ms);
+/*
+ * How a run that is no longer going ended, as the exit status `ailoop run`
+ * gives: 0 complete, 2 timeout, 3 paused (or stopped: killed), 4 blocked,
+ * 1 anything else.
+ */
+int al_cli_run_exit_code(const char *status);
+
+/*
  * Finds the repository root (the nearest directory up from the current one
  * that holds .ai-loop or .git) and makes it the current directory, so that
  * paths in flows resolve. `*flow` (as the user gave it, or NULL for the
