@@ -1,6 +1,7 @@
 #include "ailoop/exec/exec.h"
 #include "ailoop/exec/condition_eval.h"
 #include "ailoop/exec/feedback.h"
+#include "ailoop/exec/hooks.h"
 #include "ailoop/base/fsutil.h"
 #include "ailoop/model/md.h"
 #include "ailoop/store/memory.h"
@@ -233,6 +234,7 @@ int al_exec_commit(struct al_exec *ex, const struct al_commit_fields *f, bool ma
 	if (rc == 0) {
 		memset(&ex->spend, 0, sizeof(ex->spend)); /* in this commit's [cost] */
 		ex->commits++;
+		memcpy(ex->last_commit, oid, AL_OID_HEX);
 		ex->run_committed = true;
 		/*
 		 * Where `ailoop log` starts, without a walk. It goes into
@@ -609,6 +611,22 @@ void al_exec_watch_policy(struct al_exec *ex)
 	al_git_stage_ahead(ex->git);
 }
 
+/* The run stops: on_blocked if it is blocked, then on_run_end whatever the end. */
+static void end_hooks(struct al_exec *ex, int rc, const struct al_result *res)
+{
+	const char *status = ex->run->st.status;
+	const char *reason = rc < 0 ? al_errmsg() : res->summary ? res->summary : "";
+	char *why = al_strdup(reason); /* a hook's own message may replace al_errmsg() */
+
+	if (rc == AL_EBLOCKED)
+		al_hook_run(ex, AL_HOOK_BLOCKED, json_pack("{s:s, s:s}", "status", status, "reason",
+							   why));
+	al_hook_run(ex, AL_HOOK_RUN_END, json_pack("{s:s, s:s, s:I}", "status", status,
+						   "summary", why, "commits",
+						   (json_int_t)ex->commits));
+	free(why);
+}
+
 int al_exec_run(struct al_exec *ex, struct al_result *res)
 {
 	char cwd[PATH_MAX], *logs, *cache;
@@ -665,6 +683,7 @@ int al_exec_run(struct al_exec *ex, struct al_result *res)
 			fprintf(stderr, "ailoop: warning: %s\n", al_errmsg());
 		free(wts);
 	}
+	end_hooks(ex, rc, res);
 done:
 	/* what the run wrote last is not in a commit: durable before the mark goes */
 	if ((unmarked = al_git_unmark_restorable(ex->git)) < 0 && rc >= 0)

@@ -1,5 +1,6 @@
 #include "ailoop/exec/breaker.h"
 #include "ailoop/exec/exec.h"
+#include "ailoop/exec/hooks.h"
 #include "ailoop/base/fsutil.h"
 #include "ailoop/model/md.h"
 #include "ailoop/store/memory.h"
@@ -258,6 +259,14 @@ static void ended(struct al_node_run *nr)
 		     nr->st.summary ? nr->st.summary : "");
 }
 
+static void node_end_hook(struct al_node_run *nr)
+{
+	al_hook_run(nr->ex, AL_HOOK_NODE_END,
+		    json_pack("{s:s, s:s, s:s, s:i, s:s}", "node", nr->n->path, "label",
+			      nr->st.label, "status", nr->st.status, "iterations", iterations_of(nr),
+			      "summary", nr->st.summary ? nr->st.summary : ""));
+}
+
 int al_node_finish(struct al_node_run *nr, const char *status, const char *message,
 		   bool commit, const char *body)
 {
@@ -285,7 +294,10 @@ int al_node_finish(struct al_node_run *nr, const char *status, const char *messa
 	nr->st.phase = commit || nr->root ? AL_PHASE_COMMIT : AL_PHASE_DONE;
 	if (nr->st.phase == AL_PHASE_DONE)
 		ended(nr);
-	return al_node_save(nr);
+	rc = al_node_save(nr);
+	if (rc == 0 && nr->st.phase == AL_PHASE_DONE) /* no commit of its own to wait for */
+		node_end_hook(nr);
+	return rc;
 }
 
 /*
@@ -328,10 +340,25 @@ bool al_node_committed(struct al_node_run *nr)
 	return nr->resumed && al_exec_committed(nr->ex, &f);
 }
 
+/* The hooks of a commit this process just made: the iteration's, and the node's end. */
+static void commit_hooks(struct al_node_run *nr, const char *sensors)
+{
+	struct al_exec *ex = nr->ex;
+
+	al_hook_run(ex, AL_HOOK_ITERATION,
+		    json_pack("{s:s, s:s, s:s, s:b, s:s, s:s, s:s}", "node", nr->n->path, "label",
+			      nr->st.label, "status", nr->st.status, "target_met",
+			      nr->st.target_met, "summary", nr->st.summary ? nr->st.summary : "",
+			      "sensors", sensors ? sensors : "", "commit", ex->last_commit));
+	if (al_node_state_final(&nr->st))
+		node_end_hook(nr);
+}
+
 int al_node_commit(struct al_node_run *nr, const char *sensors)
 {
 	struct al_exec *ex = nr->ex;
 	struct al_commit_fields f = commit_fields(nr, sensors);
+	size_t made = ex->commits;
 	int rc;
 
 	/* an agent that moved HEAD stops the run before anything is written for the commit */
@@ -341,6 +368,9 @@ int al_node_commit(struct al_node_run *nr, const char *sensors)
 	if (rc == 0)
 		rc = al_exec_commit(ex, &f, nr->resumed);
 	nr->resumed = false;
+	/* not for a commit a resume found made: its hooks ran (or were lost with the kill) */
+	if (rc == 0 && ex->commits > made)
+		commit_hooks(nr, sensors);
 	return rc;
 }
 

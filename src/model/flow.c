@@ -397,7 +397,7 @@ const char *al_flow_sha256_except_limits(struct al_flow *f)
 
 static const char *const top_keys[] = {
 	"version", "defaults", "runners", "models", "limits", "prices", "flow", "root_node",
-	"workflow_name", "workflow_type", "description", "episodes",
+	"workflow_name", "workflow_type", "description", "episodes", "hooks",
 };
 
 static void check_model(struct loader *l, const struct al_runner *r, const char *model,
@@ -563,6 +563,7 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 	f->same_error_limit = AL_DEFAULT_SAME_ERROR_LIMIT;
 	f->rate_limit_backoff_seconds = AL_RATE_LIMIT_BACKOFF_DEFAULT;
 	f->action_agent = AL_DEFAULT_ACTION_AGENT;
+	f->hooks.timeout_seconds = AL_HOOK_TIMEOUT_DEFAULT;
 	f->default_runner = "claude";
 	al_episodes_config_init(&f->episodes);
 	al_runners_init(&f->runners);
@@ -600,6 +601,8 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 			parse_prices(&l, v);
 		} else if (!strcmp(k->str, "episodes")) {
 			loader_episodes(&l, v, &f->episodes);
+		} else if (!strcmp(k->str, "hooks")) {
+			loader_hooks(&l, v);
 		} else if (!strcmp(k->str, "version")) {
 			if (v->kind != AL_VAL_SCALAR || al_val_is_null(v))
 				loader_error(&l, v->pos, "'version' must be 1, not %s", al_val_describe(v));
@@ -658,6 +661,7 @@ void al_flow_free(struct al_flow *f)
 	al_runners_release(&f->runners);
 	free(f->converge_models);
 	free(f->prices);
+	loader_hooks_free(&f->hooks);
 	al_doc_free(f->doc);
 	pcre2_code_free(f->rate_limit_re);
 	for (size_t i = 0; i < f->nowned; i++)

@@ -95,6 +95,7 @@ struct al_exec {
 	char **resume_stack; /* that stack, as the run left it */
 	size_t nresume_stack;
 	size_t commits;  /* commits made by this process */
+	char last_commit[AL_OID_HEX]; /* the last of them, for the hooks (hooks.h) */
 	bool run_committed; /* the run has a commit: the next is not its first */
 	bool start_unsaved; /* run-state.md lacks the run's first commit (start-commit) */
 	bool start_searched; /* for that commit, made by another process (exec.c) */

@@ -154,6 +154,23 @@ struct al_node {
 
 enum { AL_ROLLBACK_FAILURE = 1, AL_ROLLBACK_TIMEOUT = 2, AL_ROLLBACK_ERROR = 4 };
 
+/*
+ * `hooks:`: a command for each of these events of a run (exec/hooks.h
+ * runs them), and how long each may take.
+ */
+enum al_hook_event { AL_HOOK_ITERATION, AL_HOOK_NODE_END, AL_HOOK_BLOCKED, AL_HOOK_RUN_END,
+		     AL_HOOK_EVENTS };
+extern const char *const al_hook_names[AL_HOOK_EVENTS]; /* "on_iteration", … */
+#define AL_HOOK_TIMEOUT_DEFAULT 10
+#define AL_HOOK_TIMEOUT_MAX 3600
+
+struct al_hooks {
+	/* NULL-terminated; NULL: no hook. A string is run as `sh -c STRING`. */
+	const char **argv[AL_HOOK_EVENTS];
+	const char *text[AL_HOOK_EVENTS]; /* the command as the flow gives it, for messages */
+	int timeout_seconds;
+};
+
 struct al_flow {
 	char *file; /* as the user named it */
 	struct al_diags *diags;
@@ -194,6 +211,7 @@ struct al_flow {
 	struct al_agents agents;
 	struct al_slurm slurm; /* defaults.executor and defaults.slurm */
 	struct al_episodes_config episodes; /* the top-level `episodes:` */
+	struct al_hooks hooks;
 
 	struct al_node *root;
 	size_t node_count;
