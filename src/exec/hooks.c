@@ -6,10 +6,12 @@
 #include "ailoop/proc/proc.h"
 #include "ailoop/store/run.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HOOK_GRACE_MS 1000
 /* an environment variable holds a line of text: the first, up to this many bytes */
@@ -54,25 +56,35 @@ static json_t *event_json(const struct al_exec *ex, enum al_hook_event event, js
 	return o;
 }
 
-/* The hook's record in logs/hooks.log: what ran, how it ended, what it printed. */
+/*
+ * The hook's record in logs/hooks.log: what ran, how it ended, what it
+ * printed. In the run's own directory (a parallel child's too, which runs
+ * in its worktree), in one write: children append beside each other.
+ */
 static void log_run(const struct al_exec *ex, enum al_hook_event event, const char *what,
 		    const struct al_proc_result *r, const char *ended)
 {
-	char *path = al_xprintf("%s/" AL_RUN_AGENTS_DIR "/hooks.log", ex->run->dir);
-	FILE *f = fopen(path, "a");
+	char *path = al_xprintf("%s/" AL_RUN_AGENTS_DIR "/hooks.log", ex->run->abs_dir);
+	struct al_strbuf sb = AL_STRBUF_INIT;
 	char ts[32];
 	time_t now = time(NULL);
 	struct tm tm;
+	int fd;
 
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-	if (f) {
-		fprintf(f, "=== %s %s: %s: %s (%lld ms)\n", ts, al_hook_names[event], what, ended,
-			(long long)r->duration_ms);
-		fwrite(r->log.buf, 1, r->log.len, f);
-		if (r->log.len && r->log.buf[r->log.len - 1] != '\n')
-			fputc('\n', f);
-		fclose(f);
+	al_strbuf_addf(&sb, "=== %s %s: %s: %s (%lld ms)\n", ts, al_hook_names[event], what, ended,
+		       (long long)r->duration_ms);
+	al_strbuf_add(&sb, r->log.buf, r->log.len);
+	if (r->log.len && r->log.buf[r->log.len - 1] != '\n')
+		al_strbuf_addch(&sb, '\n');
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		ssize_t n = write(fd, sb.buf, sb.len);
+
+		(void)n; /* a record lost is no failure of the run */
+		close(fd);
 	}
+	al_strbuf_release(&sb);
 	free(path);
 }
 

@@ -115,6 +115,27 @@ expect_in "$log" "no luck" "the failing hook's output is in hooks.log"
 expect_in "$log" "on_run_end: no-such-program-for-hooks: exit 127" "and how each ended"
 expect_eq "$(run_status)" "blocked" "the run is blocked, as it would be without hooks"
 
+# parallel children in worktrees: their hooks run in their processes, and
+# what they print is in the run's one logs/hooks.log
+P=$TEST_TMP/parallel
+new_repo "$P"
+scripted_agents "$P" action
+worktree_children "$P"
+cat >>"$P/.ai-loop/flow.yaml" <<'YAML'
+hooks:
+  on_iteration: 'echo "$AILOOP_NODE" >>"$HOOKS_OUT/parallel"; echo "hook of $AILOOP_NODE"'
+YAML
+commit_all "$P"
+cd "$P"
+run "$AILOOP" run "go"
+expect_rc 0 "a run with parallel children in worktrees and a hook completes"
+expect_eq "$(sort "$HOOKS_OUT/parallel" | tr '\n' ' ')" "main main/first main/last main/par/a main/par/b " \
+	"on_iteration ran for each commit, the children's too"
+log=$(cat .ai-loop/runs/run_*/logs/hooks.log)
+for node in main/first main/par/a main/par/b main/last; do
+	expect_in "$log" "hook of $node" "the run's hooks.log holds what the hook of $node printed"
+done
+
 # a bad hooks block: errors of validate at file:line:col
 V=$TEST_TMP/invalid
 loop_repo "$V" a
