@@ -7,6 +7,8 @@
 #include "ailoop/base/sha256.h"
 #include "ailoop/base/signals.h"
 #include "ailoop/base/util.h"
+#include "ailoop/model/runner.h"
+#include "ailoop/proc/proc.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -386,6 +388,82 @@ done:
 	return code;
 }
 
+/* The run's limits (`limits:`), or that it has none: what a run may spend. */
+static void print_limits(const struct al_flow *f)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	if (f->max_agent_calls)
+		al_strbuf_addf(&sb, ", %d agent calls", f->max_agent_calls);
+	if (f->max_wall_seconds)
+		al_strbuf_addf(&sb, ", %d s of the run's time", f->max_wall_seconds);
+	if (f->max_agent_calls_per_hour)
+		al_strbuf_addf(&sb, ", %d agent calls an hour", f->max_agent_calls_per_hour);
+	if (f->max_cost_usd > 0)
+		al_strbuf_addf(&sb, ", $%.2f", f->max_cost_usd);
+	if (f->max_tokens)
+		al_strbuf_addf(&sb, ", %lld tokens", f->max_tokens);
+	if (sb.len)
+		printf("limits: at most %s\n\n", sb.buf + 2);
+	else
+		printf("limits: none: the run may make any number of agent calls (limits: in "
+		       "flow.yaml)\n\n");
+	al_strbuf_release(&sb);
+}
+
+/*
+ * Each runner program the flow's agents need that is not installed, once,
+ * with the agents that need it and how to install it: NULL-terminated.
+ */
+static char **missing_runners(const struct al_flow *flow)
+{
+	char **v = al_calloc(flow->agents.n + 1, sizeof(*v));
+	size_t n = 0;
+
+	for (size_t i = 0; i < flow->agents.n; i++) {
+		const struct al_agent *a = flow->agents.v[i];
+		const struct al_runner *r;
+		struct al_strbuf sb = AL_STRBUF_INIT;
+		size_t k = 0;
+
+		if (!a->loaded || al_agent_is_command(a))
+			continue;
+		r = al_runners_find(&flow->runners, a->runner ? a->runner : flow->default_runner);
+		if (!r || al_proc_in_path(r->argv[0]))
+			continue;
+		al_strbuf_addf(&sb, "runner '%s' is not installed ('%s' is not in PATH)", r->name,
+			       r->argv[0]);
+		while (k < n && strncmp(v[k], sb.buf, sb.len))
+			k++;
+		if (k == n) {
+			if (r->install)
+				al_strbuf_addf(&sb, "; install it: %s", r->install);
+			al_strbuf_addf(&sb, "; agents: %s", a->path);
+			v[n++] = al_strbuf_detach(&sb, NULL);
+			continue;
+		}
+		al_strbuf_release(&sb);
+		al_strbuf_adds(&sb, v[k]); /* one more agent of that runner */
+		al_strbuf_addf(&sb, ", %s", a->path);
+		free(v[k]);
+		v[k] = al_strbuf_detach(&sb, NULL);
+	}
+	if (!n) {
+		free(v);
+		return NULL;
+	}
+	return v;
+}
+
+static json_t *missing_json(char **missing)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; missing && missing[i]; i++)
+		json_array_append_new(a, json_string(missing[i]));
+	return a;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longs[] = {
@@ -403,7 +481,7 @@ int cmd_run(int argc, char **argv)
 	struct run_opts o = { 0 };
 	struct al_diags diags = AL_DIAGS_INIT;
 	struct al_flow *flow = NULL;
-	char *task = NULL;
+	char *task = NULL, **missing = NULL;
 	int c, rc, code = 0;
 
 	while ((c = al_cli_getopt(argc, argv, "f:nq", longs, &code)) != -1) {
@@ -425,18 +503,22 @@ int cmd_run(int argc, char **argv)
 		return code;
 	if ((code = al_cli_load_flow(o.flow, &diags, &flow)) != 0)
 		goto done;
-	if ((rc = al_exec_check_flow(flow)) < 0) {
+	/* a dry run plans a flow whose CLIs are not installed yet, and says which */
+	if ((rc = al_exec_check_flow(flow)) < 0 && !(o.dry_run && rc == AL_ENORUNNER)) {
 		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 		goto done;
 	}
+	if (rc == AL_ENORUNNER)
+		missing = missing_runners(flow);
 	if (o.dry_run && o.json) {
 		struct al_strbuf utf8 = AL_STRBUF_INIT; /* JSON holds text: a task's other bytes as U+FFFD */
 		json_t *plan;
 		char *text;
 
 		al_utf8_repair(&utf8, task, strlen(task));
-		plan = json_pack("{s:b, s:s, s:s, s:o}", "dry_run", 1, "flow", flow->file, "task",
-				 utf8.buf ? utf8.buf : "", "root", plan_json(flow, flow->root));
+		plan = json_pack("{s:b, s:s, s:s, s:o, s:o}", "dry_run", 1, "flow", flow->file, "task",
+				 utf8.buf ? utf8.buf : "", "root", plan_json(flow, flow->root),
+				 "not_installed", missing_json(missing));
 		text = plan ? json_dumps(plan, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
 		al_strbuf_release(&utf8);
 		json_decref(plan);
@@ -449,12 +531,21 @@ int cmd_run(int argc, char **argv)
 		goto done;
 	}
 	if (o.dry_run) {
-		printf("dry run of %s (nothing is executed)\ntask: %s\n\n", flow->file, task);
+		printf("dry run of %s (nothing is executed)\ntask: %s\n", flow->file, task);
+		print_limits(flow);
 		print_plan(flow, flow->root, 0);
+		for (size_t i = 0; missing && missing[i]; i++)
+			fprintf(stderr, "ailoop: warning: %s\n", missing[i]);
+		if (missing)
+			fputs("ailoop: warning: a run would stop before its first agent call "
+			      "(exit 69) until it is installed\n", stderr);
 		goto done;
 	}
 	code = start_run(&o, flow, task);
 done:
+	for (size_t i = 0; missing && missing[i]; i++)
+		free(missing[i]);
+	free(missing);
 	free(task);
 	al_flow_free(flow);
 	al_diags_release(&diags);

@@ -3,6 +3,7 @@
 #include "ailoop/cli/cli.h"
 #include "ailoop/model/detect.h"
 #include "ailoop/model/flow.h"
+#include "ailoop/model/runner.h"
 #include "ailoop/base/shellcmd.h"
 #include "ailoop/base/strbuf.h"
 #include "ailoop/base/util.h"
@@ -390,6 +391,42 @@ static void render_actuator(const struct setup *s, const struct al_template *t,
 	al_strbuf_release(&tools);
 }
 
+/*
+ * An agent file for `runner`: a `tools:` or `disallowedTools:` line the
+ * runner has no way to enforce (codex, gemini, aider and opencode have no
+ * flag that restricts tools) is kept as a comment, so that the flow setup
+ * writes has nothing `ailoop validate` warns about and the list is there
+ * for a runner that reads it.
+ */
+static void for_runner(const char *runner, struct al_strbuf *text)
+{
+	struct al_runners rs;
+	const struct al_runner *r;
+	struct al_strbuf out = AL_STRBUF_INIT;
+	bool tools, disallowed;
+	const char *p = text->buf;
+
+	al_runners_init(&rs);
+	r = al_runners_find(&rs, runner);
+	tools = !r || al_runner_uses(r, "tools") || al_runner_uses(r, "tool-names");
+	disallowed = !r || al_runner_uses(r, "disallowed-tools");
+	al_runners_release(&rs);
+	if (tools && disallowed)
+		return;
+	while (*p) {
+		const char *eol = strchr(p, '\n');
+		size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p);
+
+		if ((!tools && al_starts_with(p, "tools:")) ||
+		    (!disallowed && al_starts_with(p, "disallowedTools:")))
+			al_strbuf_addf(&out, "# runner '%s' cannot enforce a tool list:\n# ", runner);
+		al_strbuf_add(&out, p, len);
+		p += len;
+	}
+	al_strbuf_release(text);
+	*text = out;
+}
+
 static bool out_has(const struct out_files *o, const char *path)
 {
 	for (size_t k = 0; k < o->n; k++)
@@ -429,6 +466,7 @@ void setup_render(const struct setup *s, struct out_files *o)
 				render_actuator(s, t, &sb);
 			else
 				al_strbuf_add(&sb, t->text, t->len);
+			for_runner(s->runner, &sb);
 			out_add(o, path, &sb);
 		}
 		free(path);
