@@ -9,7 +9,7 @@ _ailoop_commands()
 	local prog=$1 list
 	list=$("$prog" --help 2>/dev/null |
 		awk '/^commands:/ { on = 1; next } on && /^$/ { exit } on { print $1 }')
-	printf '%s\n' "${list:-setup run resume status log report land runs clean validate graph memory help}"
+	printf '%s\n' "${list:-setup run resume status log report land runs clean validate graph agent memory help}"
 }
 
 _ailoop_options()

@@ -136,6 +136,27 @@ const struct al_command al_commands[] = {
 	  "finished, committed on its base branch (--no-branch), the work tree is not\n"
 	  "clean, or the base branch is checked out in another worktree; 66 no such run\n"
 	  "or branch; 75 another ailoop is at work here.\n" },
+	{ "agent", cmd_agent,
+	  "[--flow PATH] [--node PATH] [--task TEXT] [--input FILE] [--keep] FILE",
+	  "run one agent of the flow once, as a run would, to try it",
+	  "Runs the agent file FILE (its path from the repository's root, as the flow\n"
+	  "names it) once, in the role it has in the first node that uses it (or in node\n"
+	  "PATH): the same prompt, environment, command line and output file as in a run,\n"
+	  "and the output read as the run reads it (a sensor's status and metrics, a\n"
+	  "controller's target-met and action plan, the summary that would be the commit\n"
+	  "subject), which it prints. Nothing is committed and no run's state changes:\n"
+	  "the call has a directory of its own in $TMPDIR, removed after it. What the\n"
+	  "agent changes in the work tree stays there.\n\n"
+	  "options:\n"
+	  "  -f, --flow PATH   the flow (default .ai-loop/flow.yaml)\n"
+	  "  --node PATH       the node whose agent it is (a path of node ids: outer/inner)\n"
+	  "  --task TEXT       the task the prompt gives it (default: 'try this agent')\n"
+	  "  --input FILE      its input: a controller's or actuator's last output\n"
+	  "  --keep            keep the call's directory (prompt, log, output) and say where\n\n"
+	  "exit status: 0 the agent ran and its output reads; 1 the agent failed or its\n"
+	  "output cannot be read (the message says which); 3 interrupted; 64 usage error\n"
+	  "(no node uses FILE); 65 invalid flow or agent file; 69 its runner is not\n"
+	  "installed.\n" },
 	{ "memory", cmd_memory, "get KEY | set KEY VALUE [--json] | list [--json]",
 	  "read and write the working memory of the run (for agents)",
 	  "Agents share facts through the run's working memory (memory.jsonl in the run's\n"

@@ -45,6 +45,7 @@ int cmd_memory(int argc, char **argv);
 int cmd_episodes(int argc, char **argv);
 int cmd_setup(int argc, char **argv);
 int cmd_land(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
 
 /*
  * The command main() runs (al_commands, main.c): the one whose usage and
