@@ -29,7 +29,7 @@ static void warn_once(const char *commit, char *msg)
 	free(msg);
 }
 
-const struct al_episode_index *al_episodes_load(struct al_git *g, char commit[AL_OID_HEX])
+const struct al_episode_index *al_episodes_recall_index(struct al_git *g, char commit[AL_OID_HEX])
 {
 	char hex[AL_OID_HEX];
 	struct al_strbuf blob = AL_STRBUF_INIT;
@@ -199,7 +199,7 @@ void al_episodes_section(struct al_strbuf *out, struct al_episodes_given *given,
 			 struct al_git *g, const struct al_episode_query *q, int max_tokens)
 {
 	char commit[AL_OID_HEX];
-	const struct al_episode_index *x = al_episodes_load(g, commit);
+	const struct al_episode_index *x = al_episodes_recall_index(g, commit);
 	struct al_episode_hit *hits;
 	struct al_strbuf entry = AL_STRBUF_INIT;
 	size_t n, start = out->len, budget = max_tokens > 0 ? (size_t)max_tokens * 4 : 0;

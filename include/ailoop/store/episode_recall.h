@@ -29,7 +29,7 @@
  * index that are not episodes are skipped, with one warning. `commit`
  * (may be NULL) is set to the ref's commit.
  */
-const struct al_episode_index *al_episodes_load(struct al_git *g, char commit[AL_OID_HEX]);
+const struct al_episode_index *al_episodes_recall_index(struct al_git *g, char commit[AL_OID_HEX]);
 
 /* What a node asks with: its goal, path and the run's task (each may be NULL). */
 void al_episodes_query(struct al_strbuf *out, const char *goal, const char *node,
