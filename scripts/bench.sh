@@ -42,6 +42,12 @@
 #                                  children, N=100 and N=400 of them (M=, at most
 #                                  8 at a time): the cost per child of each, which
 #                                  must not grow with the number of siblings
+#   ./scripts/bench.sh episodes    only the retrieval of past episodes: E=10,000
+#                                  episodes in refs/ailoop/episodes (made by git
+#                                  fast-import), the first {episodes-section} of a
+#                                  process (median of REPS=5 processes; goal < 20 ms),
+#                                  each later one, and one without the ref
+#                                  (tests/bench/bench_episodes.c)
 #   N=500 L=20000 REPS=7 AILOOP=path ./scripts/bench.sh
 #   PROFILE=1 ./scripts/bench.sh   then where the instructions go (callgrind)
 set -euo pipefail
@@ -201,6 +207,67 @@ bench_parallel_many() {
 		printf "  per child, %d / %d children: %.2f wall, %.2f cpu (goal <= 1.5)\n",
 			nb, na, (b / nb) / (a / na), (cb / nb) / (ca / na) }'
 }
+# --- episodes: retrieval of past episodes ----------------------------------------
+# E episodes of goals drawn from a vocabulary of coding tasks, eight a run
+# (a flow's nodes and their loops' entries), each with its file, one commit
+# on refs/ailoop/episodes as the store keeps them. The figures are the
+# process's processor time (and the first one's wall time): on a machine
+# shared with other work the wall clock counts their turns too.
+bench_episodes() {
+	local e=${E:-10000} reps=${REPS:-5} tmp i
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/ailoop-bench-ep.XXXXXX")
+	trap 'rm -rf "$tmp"' RETURN
+	if [ -z "${BENCH_EPISODES:-}" ]; then
+		cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAILOOP_BENCH=ON >/dev/null
+		cmake --build "$src/build" -j 2 --target bench_episodes >/dev/null
+		BENCH_EPISODES=$src/build/tests/bench/bench_episodes
+	fi
+	git init -q "$tmp/store" && git init -q "$tmp/none"
+	LC_ALL=C awk -v n="$e" 'BEGIN {
+		srand(44)
+		split("parser lexer tests fail pass empty input crash memory leak cache http " \
+		      "server client timeout retry config yaml json schema index query slow " \
+		      "database migration login session token auth refactor module api docs " \
+		      "build warning flaky race lock thread queue worker report chart page " \
+		      "unicode path windows signal kill resume branch commit merge conflict", w, " ")
+		nw = length(w)
+		idx = "# ailoop episodes v1\n"
+		for (i = 1; i <= n; i++) {
+			k = 6 + int(rand() * 14); goal = ""
+			for (j = 0; j < k; j++) goal = goal (j ? " " : "") w[1 + int(rand() * nw)]
+			id = sprintf("%012x", i); run = sprintf("run_20261120_%06d_1", int((i - 1) / 8))
+			node = "fix/" w[1 + int(rand() * nw)]; out = (i % 5 ? "success" : "failure")
+			idx = idx sprintf("%s\t%s\t%s\tloop\t%s\t2026-11-20T10:00:00Z\t%d\t%s\t%s\n",
+				id, run, node, out, 1 + i % 7, goal, "ship the release")
+			json = sprintf("{\"id\":\"%s\",\"run\":\"%s\",\"node\":\"%s\",\"goal\":\"%s\"," \
+				"\"outcome\":\"%s\",\"summary\":\"changed %s in three files and ran the tests\"," \
+				"\"reasoning\":\"the sensors showed %s failing\"}", id, run, node, goal, out,
+				w[1 + i % nw], w[1 + (i * 7) % nw])
+			files[i] = sprintf("M 100644 inline runs/%s/%s.json\ndata %d\n%s\n", run, id,
+				length(json), json)
+		}
+		printf "commit refs/ailoop/episodes\ncommitter bench <bench@example.com> 0 +0000\n"
+		printf "data 17\nepisodes: bench\n\n"
+		printf "M 100644 inline index.tsv\ndata %d\n%s\n", length(idx), idx
+		for (i = 1; i <= n; i++) printf "%s", files[i]
+	}' | git -C "$tmp/store" fast-import --quiet
+	echo "episodes: retrieval from $e stored episodes (median of $reps processes)"
+	for i in $(seq "$reps"); do
+		"$BENCH_EPISODES" "$tmp/store" "$tmp/none" 200 >"$tmp/out-$i" || true
+	done
+	head -n 1 "$tmp/out-1"
+	for i in 2 3 4; do
+		for f in "$tmp"/out-*; do sed -n "${i}p" "$f"; done | sort -t: -k2 -n |
+			sed -n "$(((reps + 1) / 2))p"
+	done >"$tmp/medians"
+	cat "$tmp/medians"
+	grep -q 'first retrieval' "$tmp/medians" &&
+		awk '/first retrieval/ { exit !($(NF - 8) + 0 < 20) }' "$tmp/medians"
+}
+if [ "$mode" = episodes ]; then
+	bench_episodes
+	exit
+fi
 if [ "$mode" = parallel-many ]; then
 	bench_parallel_many
 	exit
@@ -211,7 +278,7 @@ quick) N=${N:-10} L=${L:-200} REPS=${REPS:-3} FLOW_NODES=${FLOW_NODES:-1000} ;;
 conditions | report) ;;
 bigrepo) N=${N:-100} REPS=${REPS:-3} ;;
 overhead) N=${N:-200} REPS=${REPS:-5} ;;
-*) echo "usage: scripts/bench.sh [quick | overhead | conditions | report | bigrepo | worktree | parallel-many]" >&2; exit 64 ;;
+*) echo "usage: scripts/bench.sh [quick | overhead | conditions | report | bigrepo | worktree | parallel-many | episodes]" >&2; exit 64 ;;
 esac
 
 # 10,000 evaluations over a memory of 100,000 keys (BENCH_CONDITIONS: a built binary)

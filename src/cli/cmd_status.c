@@ -4,6 +4,7 @@
 #include "ailoop/exec/feedback.h"
 #include "ailoop/model/flow.h"
 #include "ailoop/git/git.h"
+#include "ailoop/store/episode_recall.h"
 #include "ailoop/store/run.h"
 #include "ailoop/store/run_view.h"
 #include "ailoop/store/state.h"
@@ -264,6 +265,16 @@ static json_t *slurm_steps(const char *run_id)
  * from another branch's commit) has no process holding its lock: one that
  * died in a way that wrote nothing (SIGKILL, out of memory, a restart).
  */
+/* The episodes each agent was given last (episode_recall.h). */
+static json_t *episodes_given(const char *run_id)
+{
+	char *dir = al_xprintf("%s/%s", AL_RUNS_DIR, run_id);
+	json_t *given = al_episodes_given_read(dir);
+
+	free(dir);
+	return given;
+}
+
 static bool stopped(const struct al_run_state *st, const char *from)
 {
 	return !from && !strcmp(st->status, "running");
@@ -314,6 +325,7 @@ static int print_json(const struct al_run_state *st, const struct al_run_nodes *
 	json_object_set_new(o, "budget", budget_json(b));
 	json_object_set_new(o, "open_feedback", feedback_json(fb));
 	json_object_set_new(o, "slurm_steps", slurm_steps(st->run_id));
+	json_object_set_new(o, "episodes_given", episodes_given(st->run_id));
 	json_object_set_new(o, "nodes", nodes);
 	json_object_set_new(o, "damaged", errs);
 	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -375,6 +387,15 @@ static void print_text(const struct al_run_state *st, const struct al_run_nodes 
 		printf("  read from:    the last commit of %s (not checked out)\n", from);
 	print_budget(b);
 	print_feedback(fb);
+	steps = episodes_given(st->run_id);
+	for (size_t i = 0; i < json_array_size(steps); i++) {
+		struct al_strbuf line = AL_STRBUF_INIT;
+
+		al_episodes_given_line(&line, json_array_get(steps, i));
+		printf("  episodes:     %s\n", line.buf);
+		al_strbuf_release(&line);
+	}
+	json_decref(steps);
 	printf("\n  %-32s %-8s %-11s %-10s %s\n", "node", "label", "iteration", "phase", "status");
 	for (size_t i = 0; i < ns->n; i++) {
 		const struct al_node_state *s = &ns->v[i];

@@ -195,6 +195,21 @@ const struct al_command al_commands[] = {
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
+/*
+ * `ailoop episodes search` until `ailoop episodes` dispatches to it: run
+ * as `ailoop episodes-search`, and not listed among the commands.
+ */
+static const struct al_command episodes_search = {
+	"episodes search", al_cmd_episodes_search, "TEXT... [--json] [--limit N]",
+	"rank the recorded episodes for TEXT, as agents are given them",
+	"Ranks the episodes of refs/ailoop/episodes against TEXT with the ranking\n"
+	"{episodes-section} uses (BM25 over each episode's goal, node and root task;\n"
+	"successes before failures at equal score, then the newest), and prints the\n"
+	"best N (default 20): score, id, outcome, date, node (run), and the goal.\n"
+	"--json prints them as a JSON array with every field of the index.\n\n"
+	"exit status: 0 done (nothing printed when no episode matches); 64 usage error.\n"
+};
+
 static void print_main_help(FILE *out)
 {
 	fputs("usage: ailoop <command> [options]\n\n"
@@ -338,7 +353,7 @@ int main(int argc, char **argv)
 		fputs("usage: ailoop <command> [options]   (see 'ailoop --help')\n", stderr);
 		return AL_EXIT_USAGE;
 	}
-	cmd = al_command_find(argv[1]);
+	cmd = !strcmp(argv[1], "episodes-search") ? &episodes_search : al_command_find(argv[1]);
 	if (!cmd)
 		return unknown_command(argv[1]);
 	al_cli_running(cmd);

@@ -24,16 +24,29 @@ static const char *const stop_words[] = {
 	"that", "the",  "this", "to",   "was",  "were", "will", "with", "all",  "so",
 };
 
-static bool word_byte(unsigned char c)
+/*
+ * A byte of a word, lowercased, or 0: ASCII letters and digits, and every
+ * byte beyond ASCII (so words of other scripts stay words). A table: the
+ * index of ten thousand episodes is a few megabytes, tokenized byte by byte.
+ */
+static unsigned char word_table[256];
+
+static void word_table_init(void)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c >= 0x80;
+	for (int c = 0; c < 256; c++)
+		word_table[c] = (unsigned char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a'
+						: ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+						   c >= 0x80) ? c : 0);
 }
 
+/* (every stop word has 2 to 4 letters: a longer word is looked at no further) */
 static bool stop_word(const char *w, size_t len)
 {
+	if (len > 4)
+		return false;
 	for (size_t i = 0; i < AL_ARRAY_SIZE(stop_words); i++)
-		if (strlen(stop_words[i]) == len && !memcmp(stop_words[i], w, len))
+		if (stop_words[i][0] == w[0] && !strncmp(stop_words[i], w, len) &&
+		    !stop_words[i][len])
 			return true;
 	return false;
 }
@@ -41,28 +54,30 @@ static bool stop_word(const char *w, size_t len)
 void al_episode_terms(const char *text, size_t len, void (*fn)(uint32_t term, void *data),
 		      void *data)
 {
-	char word[64];
-	size_t i = 0;
+	const unsigned char *p = (const unsigned char *)text, *end = p + len;
 
-	while (i < len) {
-		size_t start, wl = 0;
+	if (!word_table['a'])
+		word_table_init();
+	while (p < end) {
+		const unsigned char *start;
 		uint32_t h = 2166136261u;
+		char word[4];
+		size_t wl;
 
-		while (i < len && !word_byte((unsigned char)text[i]))
-			i++;
-		start = i;
-		while (i < len && word_byte((unsigned char)text[i])) {
-			unsigned char c = (unsigned char)text[i++];
-
-			if (c >= 'A' && c <= 'Z')
-				c = (unsigned char)(c - 'A' + 'a');
-			if (wl < sizeof(word))
-				word[wl] = (char)c;
-			wl++;
-			h = (h ^ c) * 16777619u;
-		}
-		if (i - start < 2 || (wl <= sizeof(word) && stop_word(word, wl)))
+		while (p < end && !word_table[*p])
+			p++;
+		start = p;
+		for (; p < end && word_table[*p]; p++)
+			h = (h ^ word_table[*p]) * 16777619u;
+		wl = (size_t)(p - start);
+		if (wl < 2)
 			continue;
+		if (wl <= sizeof(word)) {
+			for (size_t i = 0; i < wl; i++)
+				word[i] = (char)word_table[start[i]];
+			if (stop_word(word, wl))
+				continue;
+		}
 		fn(h, data);
 	}
 }
@@ -131,7 +146,8 @@ static bool parse_line(struct al_episode *e, char *line)
 struct al_episode_index *al_episode_index_parse(const char *text, size_t len)
 {
 	struct al_episode_index *x = al_calloc(1, sizeof(*x));
-	size_t alloc = 0, nalloc = 0, total = 0;
+	size_t alloc = 0, nalloc = 0, total = 0, root_first = 0, root_n = 0;
+	const char *root = NULL; /* the last root task, its terms at root_first */
 	char *p, *end;
 	int lineno = 1;
 
@@ -175,7 +191,17 @@ struct al_episode_index *al_episode_index_parse(const char *text, size_t len)
 		ensure_terms(x, &alloc, strlen(e.goal) + strlen(e.node) + strlen(e.root_task) + 3);
 		al_episode_terms(e.goal, strlen(e.goal), add_term, x);
 		al_episode_terms(e.node, strlen(e.node), add_term, x);
-		al_episode_terms(e.root_task, strlen(e.root_task), add_term, x);
+		/* a run's episodes share its task: its terms are copied, not found again */
+		if (root && !strcmp(root, e.root_task)) {
+			memmove(x->terms + x->nterms, x->terms + root_first,
+				root_n * sizeof(*x->terms));
+			x->nterms += root_n;
+		} else {
+			root = e.root_task;
+			root_first = x->nterms;
+			al_episode_terms(e.root_task, strlen(e.root_task), add_term, x);
+			root_n = x->nterms - root_first;
+		}
 		e.nterms = (uint32_t)(x->nterms - e.first_term);
 		total += e.nterms;
 		AL_GROW(x->v, x->n, nalloc);
@@ -244,7 +270,7 @@ void al_episode_rank(struct al_episode_hit **out, size_t *nout, const struct al_
 {
 	size_t qlen = q->text ? strlen(q->text) : 0, cap = 16, nhits = 0;
 	struct qset s = { 0 };
-	size_t *df = NULL, *stamp = NULL, *tf = NULL;
+	size_t *df = NULL, *stamp = NULL, *tf = NULL, *touched = NULL, ntouched;
 	double *idf = NULL;
 	struct al_episode_hit *hits = NULL;
 
@@ -264,6 +290,7 @@ void al_episode_rank(struct al_episode_hit **out, size_t *nout, const struct al_
 	df = al_calloc(s.n, sizeof(*df));
 	stamp = al_calloc(s.n, sizeof(*stamp));
 	tf = al_calloc(s.n, sizeof(*tf));
+	touched = al_calloc(s.n, sizeof(*touched)); /* the query's terms an episode has */
 	idf = al_calloc(s.n, sizeof(*idf));
 	/* document frequencies over the whole index: the same scores for every asker */
 	for (size_t d = 0; d < x->n; d++)
@@ -287,21 +314,19 @@ void al_episode_rank(struct al_episode_hit **out, size_t *nout, const struct al_
 			continue;
 		norm = AL_BM25_K1 * (1.0 - AL_BM25_B + AL_BM25_B * (double)e->nterms /
 				     (x->avg_len > 0 ? x->avg_len : 1.0));
+		ntouched = 0;
 		for (uint32_t k = 0; k < e->nterms; k++) {
 			long j = qset_find(&s, x->terms[e->first_term + k]);
 
-			if (j >= 0)
-				tf[j]++;
+			if (j >= 0 && !tf[j]++)
+				touched[ntouched++] = (size_t)j;
 		}
-		for (uint32_t k = 0; k < e->nterms; k++) {
-			long j = qset_find(&s, x->terms[e->first_term + k]);
+		for (size_t t = 0; t < ntouched; t++) {
+			size_t j = touched[t];
+			double f = (double)tf[j];
 
-			if (j >= 0 && tf[j]) {
-				double f = (double)tf[j];
-
-				score += idf[j] * f * (AL_BM25_K1 + 1.0) / (f + norm);
-				tf[j] = 0; /* counted once, and clean for the next episode */
-			}
+			score += idf[j] * f * (AL_BM25_K1 + 1.0) / (f + norm);
+			tf[j] = 0; /* clean for the next episode */
 		}
 		if (score > 0)
 			hits[nhits++] = (struct al_episode_hit){ e, score };
@@ -317,6 +342,7 @@ done:
 	free(df);
 	free(stamp);
 	free(tf);
+	free(touched);
 	free(idf);
 	free(s.term);
 	free(s.slot);

@@ -1,4 +1,5 @@
 #include "ailoop/report/report.h"
+#include "ailoop/store/episode_recall.h"
 #include "ailoop/exec/invoke.h"
 #include "ailoop/base/util.h"
 
@@ -40,6 +41,7 @@ static void summary(struct al_strbuf *out, const struct al_report *r)
 	const char *end = r->ended_at ? r->ended_at : st->updated_at;
 	struct al_strbuf sb = AL_STRBUF_INIT;
 	char *next = al_report_next_command(r);
+	json_t *given; /* which episodes each agent was given */
 	long secs = al_report_seconds(st->started_at, end);
 
 	al_strbuf_adds(out, "# ailoop run ");
@@ -66,6 +68,15 @@ static void summary(struct al_strbuf *out, const struct al_report *r)
 	if (r->events)
 		al_strbuf_addf(&sb, "%zu", r->agent_calls);
 	row(out, "agent calls", r->events ? sb.buf : "unknown (no events.jsonl here)");
+	given = al_episodes_given_read(r->view->dir);
+	for (size_t i = 0; i < json_array_size(given); i++) {
+		struct al_strbuf line = AL_STRBUF_INIT;
+
+		al_episodes_given_line(&line, json_array_get(given, i));
+		row(out, "episodes", line.buf);
+		al_strbuf_release(&line);
+	}
+	json_decref(given);
 	if (r->view->from)
 		row(out, "read from", r->view->from);
 	if (next)

@@ -17,6 +17,7 @@ static struct {
 	char commit[AL_OID_HEX];  /* the ref's commit the index below is of */
 	struct al_episode_index *index;
 	char warned[AL_OID_HEX];  /* the last commit a warning was given for */
+	char damaged[AL_OID_HEX]; /* the last commit found unreadable: not read again */
 } cache;
 
 /* Says `msg` (freed) unless it was said for this commit of the ref already. */
@@ -48,12 +49,15 @@ const struct al_episode_index *al_episodes_recall_index(struct al_git *g, char c
 		memcpy(commit, hex, AL_OID_HEX);
 	if (cache.index && !strcmp(cache.commit, hex))
 		return cache.index;
+	if (!strcmp(cache.damaged, hex))
+		return NULL;
 	al_episode_index_free(cache.index);
 	cache.index = NULL;
 	*cache.commit = '\0';
 	if (al_git_read(g, hex, AL_EPISODES_INDEX, &blob) < 0) {
 		warn_once(hex, al_xprintf("episodes are left out: " AL_EPISODES_REF " is damaged: "
 					  "%s", al_errmsg()));
+		memcpy(cache.damaged, hex, AL_OID_HEX);
 		al_strbuf_release(&blob);
 		return NULL;
 	}
@@ -63,6 +67,7 @@ const struct al_episode_index *al_episodes_recall_index(struct al_git *g, char c
 		warn_once(hex, al_xprintf("episodes are left out: " AL_EPISODES_REF " is damaged: "
 					  "its " AL_EPISODES_INDEX " does not begin with '%s'",
 					  AL_EPISODES_HEADER));
+		memcpy(cache.damaged, hex, AL_OID_HEX);
 		al_episode_index_free(x);
 		return NULL;
 	}
@@ -80,11 +85,12 @@ void al_episodes_query(struct al_strbuf *out, const char *goal, const char *node
 {
 	const char *parts[] = { goal, node, root_task };
 
+	/* the head of a long task says what it is about: the ranking's cost stays bounded */
 	for (size_t i = 0; i < AL_ARRAY_SIZE(parts); i++)
 		if (parts[i] && *parts[i]) {
 			if (out->len)
 				al_strbuf_addch(out, '\n');
-			al_strbuf_adds(out, parts[i]);
+			al_strbuf_add(out, parts[i], strnlen(parts[i], AL_EPISODES_QUERY_PART));
 		}
 }
 
@@ -97,12 +103,10 @@ void al_episodes_given_release(struct al_episodes_given *given)
 }
 
 /*
- * `s` as one line of at most `max` bytes of UTF-8: control characters
- * (NUL, tab, line ends) and runs of spaces become one space, invalid bytes
- * U+FFFD, and a cut text ends in "…". Only a bounded prefix is looked at,
- * so a goal of a megabyte costs what one of a kilobyte does.
+ * Invalid bytes become U+FFFD. Only a bounded prefix is looked at, so a
+ * goal of a megabyte costs what one of a kilobyte does.
  */
-static void add_line(struct al_strbuf *out, const char *s, size_t len, size_t max)
+void al_episodes_oneline(struct al_strbuf *out, const char *s, size_t len, size_t max)
 {
 	struct al_strbuf fixed = AL_STRBUF_INIT, flat = AL_STRBUF_INIT;
 	size_t look = len < max * 4 + 8 ? len : max * 4 + 8;
@@ -134,7 +138,7 @@ static void add_field(struct al_strbuf *out, const char *label, const char *s, s
 	size_t at = out->len;
 
 	al_strbuf_addf(out, "- %s: ", label);
-	add_line(out, s, len, max);
+	al_episodes_oneline(out, s, len, max);
 	if (out->len == at + strlen(label) + 4) /* nothing but spaces */
 		al_strbuf_setlen(out, at);
 	else
@@ -183,11 +187,11 @@ static void add_entry(struct al_strbuf *out, struct al_git *g, const char *commi
 		      const struct al_episode *e)
 {
 	al_strbuf_adds(out, "### ");
-	add_line(out, e->node, strlen(e->node), 200);
+	al_episodes_oneline(out, e->node, strlen(e->node), 200);
 	al_strbuf_adds(out, " (run ");
-	add_line(out, e->run, strlen(e->run), 200);
+	al_episodes_oneline(out, e->run, strlen(e->run), 200);
 	al_strbuf_adds(out, ", ");
-	add_line(out, e->date, strlen(e->date), 40);
+	al_episodes_oneline(out, e->date, strlen(e->date), 40);
 	al_strbuf_addf(out, "): %s after %ld iteration%s\n\n", al_episode_outcome_names[e->outcome],
 		       e->iterations, e->iterations == 1 ? "" : "s");
 	add_field(out, "Task", e->goal, strlen(e->goal), AL_EPISODES_GOAL_SHOWN);
@@ -229,4 +233,61 @@ void al_episodes_section(struct al_strbuf *out, struct al_episodes_given *given,
 	given->bytes = out->len - start;
 	al_strbuf_release(&entry);
 	free(hits);
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "";
+}
+
+/* The same agent: node, role and name. */
+static bool same_agent(const json_t *a, const json_t *b)
+{
+	return !strcmp(str(a, "node"), str(b, "node")) && !strcmp(str(a, "role"), str(b, "role")) &&
+	       !strcmp(str(a, "name"), str(b, "name"));
+}
+
+json_t *al_episodes_given_read(const char *run_dir)
+{
+	char *path = al_xprintf("%s/events.jsonl", run_dir), *line = NULL;
+	FILE *f = fopen(path, "r");
+	json_t *all = json_array();
+	size_t cap = 0, i;
+
+	while (f && getline(&line, &cap, f) > 0) {
+		json_t *ev;
+
+		if (!strstr(line, "\"episodes_given\"") || !(ev = json_loads(line, 0, NULL)))
+			continue;
+		if (strcmp(str(ev, "event"), "episodes_given") || !json_is_array(json_object_get(ev, "ids"))) {
+			json_decref(ev);
+			continue;
+		}
+		for (i = 0; i < json_array_size(all) && !same_agent(json_array_get(all, i), ev); i++)
+			;
+		if (i < json_array_size(all))
+			json_array_set_new(all, i, ev);
+		else
+			json_array_append_new(all, ev);
+	}
+	if (f)
+		fclose(f);
+	free(line);
+	free(path);
+	return all;
+}
+
+void al_episodes_given_line(struct al_strbuf *out, const json_t *given)
+{
+	const json_t *ids = json_object_get(given, "ids");
+
+	al_strbuf_addf(out, "%s %s%s%s: ", str(given, "node"), str(given, "role"),
+		       *str(given, "name") ? " " : "", str(given, "name"));
+	for (size_t i = 0; i < json_array_size(ids); i++)
+		al_strbuf_addf(out, "%s%s", i ? ", " : "", json_string_value(json_array_get(ids, i)) ?
+			       json_string_value(json_array_get(ids, i)) : "?");
+	al_strbuf_addf(out, " (%" JSON_INTEGER_FORMAT " bytes, iteration %s)",
+		       json_integer_value(json_object_get(given, "bytes")), str(given, "label"));
 }

@@ -46,6 +46,11 @@ int cmd_episodes(int argc, char **argv);
 int cmd_setup(int argc, char **argv);
 int cmd_land(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
+/*
+ * `ailoop episodes search TEXT... [--json] [--limit N]` (argv[0] is the
+ * subcommand's name): the episodes ranked for TEXT, with their scores.
+ */
+int al_cmd_episodes_search(int argc, char **argv);
 
 /*
  * The command main() runs (al_commands, main.c): the one whose usage and

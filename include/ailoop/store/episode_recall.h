@@ -5,6 +5,7 @@
 #include "ailoop/git/git.h"
 #include "ailoop/model/episode_rank.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -31,9 +32,21 @@
  */
 const struct al_episode_index *al_episodes_recall_index(struct al_git *g, char commit[AL_OID_HEX]);
 
-/* What a node asks with: its goal, path and the run's task (each may be NULL). */
+/*
+ * What a node asks with: its goal, path and the run's task (each may be
+ * NULL), each cut at AL_EPISODES_QUERY_PART bytes.
+ */
+#define AL_EPISODES_QUERY_PART 4000
 void al_episodes_query(struct al_strbuf *out, const char *goal, const char *node,
 		       const char *root_task);
+
+/*
+ * Appends `s` (`len` bytes) as one line of at most `max` bytes of valid
+ * UTF-8: control characters and runs of spaces one space, a cut text
+ * ending in "…". What the store holds, shown where a line break or a
+ * control character would do harm.
+ */
+void al_episodes_oneline(struct al_strbuf *out, const char *s, size_t len, size_t max);
 
 /* The episodes a section gave: their ids (owned) and the section's length. */
 struct al_episodes_given {
@@ -55,5 +68,16 @@ void al_episodes_given_release(struct al_episodes_given *given);
  */
 void al_episodes_section(struct al_strbuf *out, struct al_episodes_given *given,
 			 struct al_git *g, const struct al_episode_query *q, int max_tokens);
+
+/*
+ * Which episodes each agent of the run in `run_dir` was given, from its
+ * "episodes_given" events (events.jsonl): the last of each agent (node,
+ * role and sensor name), in the order they first appear, as an array of
+ * the events' objects {node, label, role, name, agent, ids, bytes}; empty
+ * without any. Caller decrefs.
+ */
+json_t *al_episodes_given_read(const char *run_dir);
+/* One of them as a line: "NODE ROLE: ID, ID (BYTES bytes, iteration LABEL)". */
+void al_episodes_given_line(struct al_strbuf *out, const json_t *given);
 
 #endif
