@@ -50,6 +50,27 @@ expect_in "$(grep -- '- Task:' "$p")" "yyy…" "a cut text says it was cut"
 [ "$(grep -- '- Task:' "$p" | wc -c)" -le 320 ] && pass || fail "a goal is shown in 300 bytes"
 expect_eq "$(git status --porcelain)" "" "the run ends clean"
 
+# an episode without its file, and one whose run would be a path: their index lines alone
+{
+	episode_index
+	printf '%s\trun_20261121_100000_1\tfix\tloop\tsuccess\t2026-11-21T10:00:00Z\t1\tempty the todo list NO-FILE\t\n' \
+		"$(episode_id run_20261121_100000_1 fix "")"
+	printf '%s\t..\tfix\tloop\tsuccess\t2026-11-21T10:00:00Z\t1\tempty the todo list UP-PATH\t\n' \
+		"$(episode_id .. fix "")"
+} >"$TEST_TMP/more.tsv"
+jq -n '{summary: "NOT-THIS-ONE"}' >"$TEST_TMP/trap.json"
+episode_commit "$TEST_TMP/more.tsv" "$(episode_id .. fix "").json" "$TEST_TMP/trap.json"
+printf 'item-1\n' >todo.txt && commit_all "$R"
+run "$AILOOP" run --new "empty the todo list"
+expect_rc 0 "a run given episodes without their files"
+expect_in "$(cat "$p")" "- Task: empty the todo list NO-FILE
+
+###" "an episode whose file is missing is given with its task alone"
+expect_in "$(cat "$p")" "### fix (run .., 2026-11-21T10:00:00Z): success after 1 iteration
+
+- Task: empty the todo list UP-PATH" "a run that is no plain name is shown as it is"
+expect_not_in "$(cat "$p")" "NOT-THIS-ONE" "and no file outside its run's directory is read for it"
+
 # --- a damaged store ---------------------------------------------------------
 damaged_run() {
 	printf 'item-1\n' >todo.txt && commit_all "$R"
