@@ -85,7 +85,7 @@ int al_cmd_episodes_search(int argc, char **argv)
 		goto done;
 	}
 	al_git_show_only();
-	x = al_episodes_load(git, NULL);
+	x = al_episodes_recall_index(git, NULL);
 	q.text = query.buf;
 	al_episode_rank(&hits, &n, x, &q);
 	if ((size_t)limit < n)

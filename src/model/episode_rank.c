@@ -110,20 +110,26 @@ static bool hex_id(const char *s)
 	return i == AL_EPISODE_ID_LEN;
 }
 
-/* Splits `line` into its nine fields in place; false if it is not an episode. */
-static bool parse_line(struct al_episode *e, char *line)
+/*
+ * Splits `line` (`len` bytes) into its nine fields in place; false if it
+ * is not an episode. len[i] is the length of field i.
+ */
+static bool parse_line(struct al_episode *e, char *line, size_t ll, size_t len[9])
 {
-	char *f[9], *end;
+	char *f[9], *end = line + ll, *p = line, *tab;
 	size_t n = 0;
 
-	f[n++] = line;
-	for (char *p = line; *p; p++)
-		if (*p == '\t') {
-			if (n == 9)
-				return false;
-			*p = '\0';
-			f[n++] = p + 1;
-		}
+	for (;;) {
+		if (n == 9)
+			return false; /* a tenth field */
+		tab = memchr(p, '\t', (size_t)(end - p));
+		f[n] = p;
+		len[n++] = (size_t)((tab ? tab : end) - p);
+		if (!tab)
+			break;
+		*tab = '\0';
+		p = tab + 1;
+	}
 	if (n != 9 || !hex_id(f[0]) || !*f[1] || !*f[2])
 		return false;
 	e->id = f[0];
@@ -167,7 +173,7 @@ struct al_episode_index *al_episode_index_parse(const char *text, size_t len)
 	}
 	while (p < end) {
 		char *nl = memchr(p, '\n', (size_t)(end - p)), *next = nl ? nl + 1 : end;
-		size_t ll = (size_t)((nl ? nl : end) - p);
+		size_t ll = (size_t)((nl ? nl : end) - p), flen[9];
 		bool nul;
 		struct al_episode e = { 0 };
 
@@ -180,17 +186,17 @@ struct al_episode_index *al_episode_index_parse(const char *text, size_t len)
 			p = next;
 			continue;
 		}
-		nul = strlen(p) != ll; /* a NUL inside: a damaged line */
-		if (nul || !parse_line(&e, p)) {
+		nul = memchr(p, '\0', ll) != NULL; /* a NUL inside: a damaged line */
+		if (nul || !parse_line(&e, p, ll, flen)) {
 			if (!x->bad++)
 				x->bad_line = lineno;
 			p = next;
 			continue;
 		}
 		e.first_term = (uint32_t)x->nterms;
-		ensure_terms(x, &alloc, strlen(e.goal) + strlen(e.node) + strlen(e.root_task) + 3);
-		al_episode_terms(e.goal, strlen(e.goal), add_term, x);
-		al_episode_terms(e.node, strlen(e.node), add_term, x);
+		ensure_terms(x, &alloc, flen[7] + flen[2] + flen[8] + 3);
+		al_episode_terms(e.goal, flen[7], add_term, x);
+		al_episode_terms(e.node, flen[2], add_term, x);
 		/* a run's episodes share its task: its terms are copied, not found again */
 		if (root && !strcmp(root, e.root_task)) {
 			memmove(x->terms + x->nterms, x->terms + root_first,
@@ -199,7 +205,7 @@ struct al_episode_index *al_episode_index_parse(const char *text, size_t len)
 		} else {
 			root = e.root_task;
 			root_first = x->nterms;
-			al_episode_terms(e.root_task, strlen(e.root_task), add_term, x);
+			al_episode_terms(e.root_task, flen[8], add_term, x);
 			root_n = x->nterms - root_first;
 		}
 		e.nterms = (uint32_t)(x->nterms - e.first_term);

@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 	given = section(g, &out);
 	cold_cpu = cpu_ms() - c0;
 	cold = now_ms() - t0;
-	x = al_episodes_load(g, NULL);
+	x = al_episodes_recall_index(g, NULL);
 	total = x ? x->n : 0;
 	c0 = cpu_ms();
 	for (int i = 0; i < calls; i++)
