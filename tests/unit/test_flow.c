@@ -1273,3 +1273,42 @@ Test(flow, budget_limit_mistakes)
 	unit_assert_diag(&diags, FLOW_FILE, 5, 31, "'rate_limit_backoff_seconds' must be between 1");
 	unit_assert_diag(&diags, FLOW_FILE, 6, 3, "unknown key 'max_calls' in limits");
 }
+
+Test(flow, episodes_defaults_and_inheritance)
+{
+	struct al_node *root = load_ok("flow:\n"
+				       "  type: sequence\n"
+				       "  id: main\n"
+				       "  children:\n"
+				       "    - {id: a1, skill: s1}\n");
+
+	cr_assert(flow->episodes.enabled);
+	cr_assert_eq(flow->episodes.max_tokens, AL_EPISODES_MAX_TOKENS);
+	cr_assert_eq(flow->episodes.roles, AL_EPISODES_CONTROLLER | AL_EPISODES_ACTION);
+	cr_assert(flow->episodes.include_failures);
+	cr_assert(al_episodes_enabled(flow, root));
+	cr_assert(al_episodes_enabled(flow, NULL));
+
+	load_ok("episodes: {max_tokens: 500, roles: [sensor]}\n"
+		"flow:\n"
+		"  type: sequence\n"
+		"  id: main\n"
+		"  children:\n"
+		"    - type: sequence\n"
+		"      id: off\n"
+		"      episodes: {enabled: false, include_failures: false}\n"
+		"      children:\n"
+		"        - {id: a1, skill: s1}\n"
+		"        - {id: a2, skill: s2, episodes: {enabled: true, roles: []}}\n"
+		"    - {id: a3, skill: s3}\n");
+	cr_assert_eq(find("main")->episodes.max_tokens, 500, "the top's keys at the root");
+	cr_assert_eq(find("main")->episodes.roles, AL_EPISODES_SENSOR);
+	cr_assert_not(al_episodes_enabled(flow, find("main/off")));
+	cr_assert_not(al_episodes_enabled(flow, find("main/off/a1")), "a child inherits its parent's");
+	cr_assert_not(find("main/off/a1")->episodes.include_failures);
+	cr_assert_eq(find("main/off/a1")->episodes.max_tokens, 500);
+	cr_assert(al_episodes_enabled(flow, find("main/off/a2")), "a node's own keys override");
+	cr_assert_eq(find("main/off/a2")->episodes.roles, 0, "an empty list gives no role");
+	cr_assert(al_episodes_enabled(flow, find("main/a3")));
+	cr_assert(find("main/a3")->episodes.include_failures, "a sibling's keys are not inherited");
+}
