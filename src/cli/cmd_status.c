@@ -18,78 +18,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* What the run's agent calls cost, from its agent_usage events. */
-struct cost {
-	double usd;
-	long long input, output;
-	long calls, estimated, unknown;
-};
 
 /* What the run has used of its budgets, and the flow's limits (0: none, or unknown). */
 struct budget {
 	struct al_budget_use use;
-	struct cost cost;
+	struct al_run_tally tally; /* time, calls that ended, cost: as the report counts */
 	int64_t seconds;
 	int max_calls, max_seconds, per_hour;
+	bool live; /* a process holds the run's lock */
 };
 
 /*
- * The root's clock: what its state said when last saved, and for a run at
- * work (its lock held, read here, not from a branch) the time since that
- * save: an agent's call, an hourly wait, go on between two saves.
+ * The time ailoop worked on the run, as the report counts it: from the
+ * event log, where every start and resume begins a stretch, so a stop
+ * that saved no node's clock (Ctrl-C in an agent's call) loses none of
+ * it. A run read from its branch has no event log here: the root's clock
+ * as its last commit holds it.
  */
-static int64_t seconds_spent(const struct al_run_view *v)
+static int64_t seconds_spent(const struct al_run_view *v, const struct al_run_tally *t)
 {
 	const struct al_node_state *root = v->nodes.n ? &v->nodes.v[0] : NULL;
-	int64_t seconds = root ? root->elapsed_ms / 1000 : 0;
-	struct stat sb;
-	time_t now = time(NULL);
-	char *path;
 
-	if (!root || !v->holder || v->from || strcmp(root->status, "running"))
-		return seconds;
-	path = al_xprintf("%s/nodes/%s/orchestrator-output.md", v->dir, root->node_path);
-	if (stat(path, &sb) == 0 && now > sb.st_mtime)
-		seconds = (root->elapsed_ms + (int64_t)(now - sb.st_mtime) * 1000) / 1000;
-	free(path);
-	return seconds;
-}
-
-/* The sum of the run's agent_usage events (the event log is a record: what it holds). */
-static void read_cost(struct cost *c, const char *dir)
-{
-	char *path = al_xprintf("%s/events.jsonl", dir);
-	FILE *f = fopen(path, "r");
-	char *line = NULL;
-	size_t cap = 0;
-
-	while (f && getline(&line, &cap, f) > 0) {
-		json_t *ev;
-		const char *kind;
-		double usd;
-
-		if (!strstr(line, "\"agent_usage\"") || !(ev = json_loads(line, 0, NULL)))
-			continue;
-		kind = json_string_value(json_object_get(ev, "cost"));
-		usd = json_number_value(json_object_get(ev, "cost_usd"));
-		c->calls++;
-		c->usd += usd >= 0 && usd < 1e9 ? usd : 0;
-		c->input += json_integer_value(json_object_get(ev, "input")) +
-			    json_integer_value(json_object_get(ev, "cache_read")) +
-			    json_integer_value(json_object_get(ev, "cache_write"));
-		c->output += json_integer_value(json_object_get(ev, "output"));
-		c->estimated += kind && !strcmp(kind, "estimated");
-		c->unknown += !kind || !strcmp(kind, "unknown");
-		json_decref(ev);
-	}
-	free(line);
-	if (f)
-		fclose(f);
-	free(path);
+	if (t->events)
+		return t->active_s;
+	return root ? root->elapsed_ms / 1000 : 0;
 }
 
 static void read_budget(struct budget *b, const struct al_run_view *v)
@@ -107,8 +61,9 @@ static void read_budget(struct budget *b, const struct al_run_view *v)
 	}
 	if (al_budget_read(dir, b->per_hour, &b->use) < 0)
 		memset(&b->use, 0, sizeof(b->use));
-	read_cost(&b->cost, dir);
-	b->seconds = seconds_spent(v);
+	b->live = v->holder && !v->from;
+	al_run_tally_read(&b->tally, dir, b->live);
+	b->seconds = seconds_spent(v, &b->tally);
 	al_flow_free(flow);
 	al_diags_release(&diags);
 	free(dir);
@@ -117,6 +72,14 @@ static void read_budget(struct budget *b, const struct al_run_view *v)
 static json_t *limit_json(int limit)
 {
 	return limit ? json_integer(limit) : json_null();
+}
+
+static json_t *cost_json(const struct al_run_cost *c)
+{
+	return json_pack("{s:f, s:f, s:I, s:I, s:I, s:I, s:I}", "usd", c->usd, "estimated_usd",
+			 c->estimated_usd, "input_tokens", (json_int_t)c->input, "output_tokens",
+			 (json_int_t)c->output, "calls", (json_int_t)c->calls, "estimated",
+			 (json_int_t)c->estimated, "unknown", (json_int_t)c->unknown);
 }
 
 static json_t *budget_json(const struct budget *b)
@@ -130,37 +93,45 @@ static json_t *budget_json(const struct budget *b)
 			 (json_int_t)b->use.calls_last_hour, "max_agent_calls_per_hour",
 			 limit_json(b->per_hour), "hourly_wait_seconds",
 			 (json_int_t)(wait > 0 ? wait : 0), "cost",
-			 json_pack("{s:f, s:I, s:I, s:I, s:I, s:I}", "usd", b->cost.usd, "input_tokens",
-				   (json_int_t)b->cost.input, "output_tokens",
-				   (json_int_t)b->cost.output, "calls", (json_int_t)b->cost.calls,
-				   "estimated", (json_int_t)b->cost.estimated, "unknown",
-				   (json_int_t)b->cost.unknown));
+			 cost_json(&b->tally.cost));
 }
 
 static void print_budget(const struct budget *b)
 {
 	int64_t wait = b->use.wait_until ? b->use.wait_until - al_budget_now() : 0;
+	const struct al_run_cost *c = &b->tally.cost;
+	/* a run at work has a call going on: only a stopped run's are stopped */
+	long stopped = b->tally.events && !b->live ? b->use.calls - b->tally.calls_ended : 0;
 
 	printf("  agent calls:  %ld", b->use.calls);
 	if (b->max_calls)
 		printf(" of %d (limits.max_agent_calls)", b->max_calls);
+	if (stopped > 0) /* started, and stopped with the run before they ended */
+		printf(", %ld stopped before %s ended", stopped, stopped == 1 ? "it" : "they");
 	if (b->per_hour)
 		printf("; %ld in the last hour, of %d (limits.max_agent_calls_per_hour)",
 		       b->use.calls_last_hour, b->per_hour);
 	printf("\n  time spent:   %lld s", (long long)b->seconds);
 	if (b->max_seconds)
 		printf(" of %d (limits.max_wall_seconds)", b->max_seconds);
+	if (b->tally.pauses)
+		printf(", %ld pause%s of %lld s in all not counted", b->tally.pauses,
+		       b->tally.pauses == 1 ? "" : "s", (long long)b->tally.paused_s);
 	printf("\n");
 	if (wait > 0)
 		printf("  hourly limit: the next agent call waits %lld s\n", (long long)wait);
-	if (b->cost.calls) {
-		printf("  cost:         $%.4f (%lld tokens in, %lld out, over %ld calls", b->cost.usd,
-		       b->cost.input, b->cost.output, b->cost.calls);
-		if (b->cost.estimated)
-			printf("; %ld estimated at list prices", b->cost.estimated);
-		if (b->cost.unknown)
-			printf("; %ld of unknown cost", b->cost.unknown);
+	if (c->calls) {
+		printf("  cost:         $%.4f (%lld tokens in, %lld out, over %ld calls", c->usd,
+		       c->input, c->output, c->calls);
+		if (c->estimated)
+			printf("; %ld estimated at list prices, $%.4f", c->estimated,
+			       c->estimated_usd);
+		if (c->unknown)
+			printf("; %ld of unknown cost", c->unknown);
 		printf(")\n");
+		if (c->estimated)
+			printf("                an estimate is what the API would charge, not a "
+			       "subscription's bill\n");
 	}
 }
 
@@ -290,6 +261,7 @@ static int print_json(const struct al_run_state *st, const struct al_run_nodes *
 		json_array_append_new(stack, json_string(st->stack[i]));
 	for (size_t i = 0; i < ns->n; i++) {
 		const struct al_node_state *s = &ns->v[i];
+		struct al_run_cost cost;
 
 		json_array_append_new(nodes, json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:s, s:b}",
 						       "node_path", s->node_path, "type",
@@ -298,6 +270,9 @@ static int print_json(const struct al_run_state *st, const struct al_run_nodes *
 						       s->max_iterations, "phase",
 						       al_phase_names[s->phase], "status", s->status,
 						       "target_met", s->target_met));
+		al_run_tally_subtree(&cost, &b->tally, s->node_path);
+		json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1), "cost",
+				    cost_json(&cost));
 		if (!s->type || !strcmp(s->type, "loop"))
 			json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1),
 					    "breaker", json_pack("{s:s, s:i, s:i, s:s?}", "state",
@@ -343,6 +318,25 @@ static void nap(int ms)
 		;
 }
 
+/*
+ * A node's cost over its subtree, "$0.1234", with "*" when some of it is
+ * estimated and "?" when some calls' cost is unknown (ORed into *marks
+ * as 1 and 2 for the legend); "-" when no call of it reported usage.
+ */
+static void node_cost(char *buf, size_t size, const struct al_run_tally *t, const char *path,
+		      int *marks)
+{
+	struct al_run_cost c;
+
+	al_run_tally_subtree(&c, t, path);
+	if (!c.calls) {
+		snprintf(buf, size, "-");
+		return;
+	}
+	snprintf(buf, size, "$%.4f%s%s", c.usd, c.estimated ? "*" : "", c.unknown ? "?" : "");
+	*marks |= (c.estimated ? 1 : 0) | (c.unknown ? 2 : 0);
+}
+
 /* A loop's circuit breaker, after its status. */
 static void breaker_text(const struct al_breaker *b)
 {
@@ -359,8 +353,11 @@ static void print_text(const struct al_run_state *st, const struct al_run_nodes 
 {
 	const char *task = st->task, *nl = strchr(task, '\n');
 	json_t *steps;
+	int marks = 0;
 
-	printf("run %s: %s\n", st->run_id, st->status);
+	/* a run that says it is running, whose lock no process holds, is not */
+	printf("run %s: %s\n", st->run_id, !holder && stopped(st, from) ? "interrupted"
+									  : st->status);
 	printf("  task:         %.*s%s\n", nl ? (int)(nl - task) : (int)strlen(task), task,
 	       nl ? " …" : "");
 	printf("  flow:         %s\n", st->flow);
@@ -396,10 +393,11 @@ static void print_text(const struct al_run_state *st, const struct al_run_nodes 
 		al_strbuf_release(&line);
 	}
 	json_decref(steps);
-	printf("\n  %-32s %-8s %-11s %-10s %s\n", "node", "label", "iteration", "phase", "status");
+	printf("\n  %-32s %-8s %-11s %-10s %-10s %s\n", "node", "label", "iteration", "phase",
+	       "cost", "status");
 	for (size_t i = 0; i < ns->n; i++) {
 		const struct al_node_state *s = &ns->v[i];
-		char it[32];
+		char it[32], cost[32];
 
 		if (s->type && strcmp(s->type, "loop")) /* runs once in its label */
 			snprintf(it, sizeof(it), "%s", s->type);
@@ -408,12 +406,17 @@ static void print_text(const struct al_run_state *st, const struct al_run_nodes 
 				 s->max_iterations > 0 && s->iteration > s->max_iterations
 					 ? s->max_iterations : s->iteration,
 				 s->max_iterations);
-		printf("  %*s%-*s %-8s %-11s %-10s %s", s->level * 2, "", 32 - s->level * 2,
-		       s->node_path, s->label, it, al_phase_names[s->phase], s->status);
+		node_cost(cost, sizeof(cost), &b->tally, s->node_path, &marks);
+		printf("  %*s%-*s %-8s %-11s %-10s %-10s %s", s->level * 2, "", 32 - s->level * 2,
+		       s->node_path, s->label, it, al_phase_names[s->phase], cost, s->status);
 		if (!s->type || !strcmp(s->type, "loop"))
 			breaker_text(&s->breaker);
 		putchar('\n');
 	}
+	if (marks & 1)
+		printf("  * of it estimated at API list prices (not a subscription's bill)\n");
+	if (marks & 2)
+		printf("  ? some calls of unknown cost, counted as $0\n");
 	for (size_t i = 0; i < ns->nerrors; i++)
 		printf("  damaged: %s\n", ns->errors[i]);
 }
@@ -541,6 +544,8 @@ int cmd_status(int argc, char **argv)
 			print_text(&view.st, &view.nodes, view.holder, view.from, &budget,
 				   &feedback);
 	}
+	if (rc >= 0)
+		al_run_tally_release(&budget.tally);
 	al_feedback_log_release(&feedback);
 	al_run_view_release(&view);
 	al_git_free(git);

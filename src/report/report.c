@@ -1,4 +1,5 @@
 #include "ailoop/report/report.h"
+#include "ailoop/exec/budget.h"
 #include "ailoop/exec/invoke.h"
 #include "ailoop/model/md.h"
 #include "ailoop/store/run.h"
@@ -15,6 +16,8 @@
 
 #define PLAN_LINES 3  /* of a controller's output shown */
 #define PLAN_MAX 300
+#define TAIL_LINES 6  /* of a failing sensor's output shown */
+#define TAIL_MAX 600
 
 /* Iteration 0 of a loop measures only: no controller decided it. */
 static bool first_of_loop(const char *label)
@@ -98,6 +101,51 @@ static bool number(const char *text, double *out)
 	return end != text && !*end && isfinite(*out); /* "nan" and "inf" are no points */
 }
 
+/* The last lines of the "## Output" block of a sensor's output file, or NULL. */
+static char *output_tail(const struct al_md *md)
+{
+	const char *body = md->body ? md->body : "", *end = body + md->body_len, *p, *stop;
+	int lines = 0;
+
+	if (!md->body_len || !(p = strstr(body, "## Output")) || p >= end ||
+	    !(p = strstr(p, "```")) || p >= end || !(p = memchr(p, '\n', (size_t)(end - p))))
+		return NULL;
+	p++;
+	/* the fence that closes the block is the last one of the body */
+	for (stop = end - 3; stop > p && strncmp(stop, "```", 3); stop--)
+		;
+	while (stop > p && (stop[-1] == '\n' || stop[-1] == ' '))
+		stop--;
+	if (stop <= p)
+		return NULL;
+	for (const char *q = stop; q > p; q--) {
+		if (q[-1] == '\n' && ++lines == TAIL_LINES) {
+			p = q;
+			break;
+		}
+	}
+	if (stop - p > TAIL_MAX)
+		p = stop - TAIL_MAX;
+	while (p < stop && (*p & 0xc0) == 0x80) /* not inside a character */
+		p++;
+	return al_xprintf("%.*s", (int)(stop - p), p);
+}
+
+static void add_tail(struct al_report_step *s, const char *sensor, const struct al_md *md)
+{
+	char *tail = output_tail(md);
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	if (!tail)
+		return;
+	if (s->tail)
+		al_strbuf_addf(&sb, "%s\n", s->tail);
+	al_strbuf_addf(&sb, "%s:\n%s", sensor, tail);
+	free(s->tail);
+	s->tail = al_strbuf_detach(&sb, NULL);
+	free(tail);
+}
+
 static void read_metrics(struct al_report_step *s, struct al_git *git, const char *dir)
 {
 	char *node_dir = al_xprintf("%s/nodes/%s", dir, s->it.node_path);
@@ -106,10 +154,12 @@ static void read_metrics(struct al_report_step *s, struct al_git *git, const cha
 		char *path = al_sensor_output_path(node_dir, s->it.sensors[k].name);
 		struct al_md md = AL_MD_INIT;
 		const struct al_val *m;
+		bool read = strcmp(s->it.sensors[k].status, "pending") &&
+			    read_md(git, s->it.oid, path, &md) == 0;
 
-		if (strcmp(s->it.sensors[k].status, "pending") &&
-		    read_md(git, s->it.oid, path, &md) == 0 &&
-		    (m = al_md_get(&md, "metrics")) && m->kind == AL_VAL_MAP) {
+		if (read && !strcmp(s->it.sensors[k].status, "fail"))
+			add_tail(s, s->it.sensors[k].name, &md);
+		if (read && (m = al_md_get(&md, "metrics")) && m->kind == AL_VAL_MAP) {
 			for (size_t i = 0; i < m->n; i++) {
 				const struct al_val *v = AL_VAL_VALUE(m, i);
 				struct al_report_metric *x;
@@ -174,12 +224,26 @@ static void add_agent(struct al_report *r, struct al_report_step *s, json_t *ev)
 	a->timed_out = json_is_true(json_object_get(ev, "timed_out"));
 }
 
-/* events.jsonl: agents' times, failures, and why the run stopped. */
+/* A call's cost: its iteration's, and a point of the run's cost as it grew. */
+static void add_usage(struct al_report *r, struct al_report_step *s, json_t *ev)
+{
+	struct al_run_cost one = { 0 };
+
+	al_run_cost_add_event(&one, ev);
+	if (s)
+		al_run_cost_add(&s->cost, &one);
+	AL_GROW(r->costs, r->ncosts, r->costs_alloc);
+	r->costs[r->ncosts].usd = (r->ncosts ? r->costs[r->ncosts - 1].usd : 0) + one.usd;
+	r->costs[r->ncosts++].label = s ? s->it.label : NULL;
+}
+
+/* events.jsonl: agents' times and costs, failures, and why the run stopped. */
 static void read_events(struct al_report *r, const struct al_strmap *steps)
 {
 	char *path = al_xprintf("%s/events.jsonl", r->view->dir);
 	struct al_strbuf text = AL_STRBUF_INIT, key = AL_STRBUF_INIT;
-	char *line, *next;
+	char *line, *next, *stop = NULL; /* why the run stopped last, until it resumed */
+	bool resumed = false;
 
 	if (al_strbuf_read_file(&text, path, 0) < 0)
 		goto done;
@@ -210,8 +274,21 @@ static void read_events(struct al_report *r, const struct al_strmap *steps)
 			json_decref(ev);
 			continue;
 		}
+		if (!strcmp(type, "run_resume")) {
+			resumed = true;
+		} else if (resumed && s && strcmp(type, "node_resume")) {
+			/* the first iteration the resume went on with (a node_resume names
+			 * each node on the stack, the outermost first) */
+			al_set_str(&s->resumed, stop ? stop : "stopped");
+			resumed = false;
+			al_set_str(&stop, NULL);
+		}
+		if (!strcmp(type, "run_paused") || !strcmp(type, "run_blocked"))
+			al_set_str(&stop, jstr(ev, "reason") ? jstr(ev, "reason") : type + 4);
 		if (!strcmp(type, "agent"))
 			add_agent(r, s, ev);
+		else if (!strcmp(type, "agent_usage"))
+			add_usage(r, s, ev);
 		else if (!strcmp(type, "agent_error") && s && jstr(ev, "error"))
 			al_set_str(&s->error, jstr(ev, "error"));
 		else if (!strcmp(type, "run_paused") && jstr(ev, "reason"))
@@ -225,7 +302,49 @@ static void read_events(struct al_report *r, const struct al_strmap *steps)
 done:
 	al_strbuf_release(&text);
 	al_strbuf_release(&key);
+	free(stop);
 	free(path);
+}
+
+/*
+ * A loop's controller decides at the start of its iteration, and its plan
+ * is what the inner iterations before the iteration's commit carried
+ * out: it stands before them.
+ */
+static void place_plans(struct al_report *r)
+{
+	for (size_t i = 0; i < r->nsteps; i++) {
+		struct al_report_step *s = &r->steps[i];
+		size_t k = i;
+
+		while (k > 0 && !r->steps[k - 1].it.merge &&
+		       strcmp(r->steps[k - 1].it.node_path, s->it.node_path) &&
+		       al_run_node_holds(s->it.node_path, r->steps[k - 1].it.node_path))
+			k--;
+		s->plan_at = s->decided ? k : i;
+	}
+}
+
+/*
+ * The agent calls as status counts them (one source: the run's call
+ * record, which budgets count, and events.jsonl for the time and cost):
+ * a call the run stopped in has no end event but was made.
+ */
+static void count_calls(struct al_report *r)
+{
+	const struct al_run_view *v = r->view;
+	struct al_budget_use use;
+
+	al_run_tally_read(&r->tally, v->dir, v->holder && !v->from);
+	r->status = !v->from && !v->holder && !strcmp(v->st.status, "running") ? "interrupted"
+										: v->st.status;
+	if (!r->events || v->from || al_budget_read(v->dir, 0, &use) < 0)
+		return;
+	if ((size_t)use.calls > r->agent_calls) {
+		/* a run at work has a call going on: only a stopped run's are stopped */
+		r->calls_stopped = v->holder ? 0 : (size_t)use.calls - r->agent_calls;
+		r->agent_calls = (size_t)use.calls;
+	}
 }
 
 int al_report_load(struct al_report *r, struct al_git *git, const struct al_run_view *view)
@@ -271,6 +390,8 @@ int al_report_load(struct al_report *r, struct al_git *git, const struct al_run_
 	free(its); /* its iterations now belong to the steps */
 	r->nsteps = kept;
 	read_events(r, &by_label);
+	place_plans(r);
+	count_calls(r);
 	al_strmap_release(&by_label);
 	al_strv_free(keys, kept);
 	return 0;
@@ -295,8 +416,12 @@ void al_report_release(struct al_report *r)
 			free(s->agents[k].name);
 		}
 		free(s->agents);
+		free(s->resumed);
+		free(s->tail);
 	}
 	free(r->steps);
+	free(r->costs);
+	al_run_tally_release(&r->tally);
 	free(r->rev);
 	free(r->reason);
 	free(r->ended_at);
@@ -381,4 +506,95 @@ const char *al_report_mark(const struct al_report_step *s)
 		if (s->agents[i].timed_out)
 			return "timeout";
 	return NULL;
+}
+
+const char *al_report_step_status(const struct al_report_step *s)
+{
+	/* its commit ended it; the node's "running" says the node went on */
+	return !strcmp(s->it.status, "running") ? "done" : s->it.status;
+}
+
+int al_report_iteration_shown(const struct al_node_state *s)
+{
+	/* the last measurement after the last actuation is one more than the limit */
+	return s->max_iterations > 0 && s->iteration > s->max_iterations ? s->max_iterations
+									  : s->iteration;
+}
+
+void al_report_node_cost(struct al_run_cost *out, const struct al_report *r, const char *path)
+{
+	al_run_tally_subtree(out, &r->tally, path);
+}
+
+void al_report_cost_text(struct al_strbuf *out, const struct al_run_cost *c)
+{
+	al_strbuf_addf(out, "$%.4f (%lld in, %lld out", c->usd, c->input, c->output);
+	if (c->estimated == c->calls && c->calls)
+		al_strbuf_adds(out, ", estimated");
+	else if (c->estimated)
+		al_strbuf_addf(out, ", $%.4f of it estimated", c->estimated_usd);
+	if (c->unknown)
+		al_strbuf_addf(out, ", %ld call%s of unknown cost", c->unknown,
+			       c->unknown == 1 ? "" : "s");
+	al_strbuf_adds(out, ")");
+}
+
+/* Whole seconds (events.jsonl's times are): "5s", "3m 05s". */
+static void seconds(struct al_strbuf *out, int64_t s)
+{
+	if (s < 60)
+		al_strbuf_addf(out, "%llds", (long long)s);
+	else
+		al_report_duration(out, s * 1000);
+}
+
+static bool live(const struct al_report *r)
+{
+	return r->view->holder && !r->view->from;
+}
+
+const char *al_report_end(const struct al_report *r)
+{
+	if (live(r))
+		return NULL;
+	return r->ended_at ? r->ended_at : r->view->st.updated_at;
+}
+
+void al_report_times(struct al_strbuf *out, const struct al_report *r)
+{
+	const char *end = al_report_end(r);
+	long secs = end ? al_report_seconds(r->view->st.started_at, end) : -1;
+	int64_t started = al_run_event_time(r->view->st.started_at), now = (int64_t)time(NULL);
+
+	if (!end && started >= 0 && now >= started) /* a run at work: until now */
+		secs = (long)(now - started);
+	if (secs < 0)
+		return;
+	seconds(out, secs);
+	if (!r->tally.events || !r->tally.pauses)
+		return;
+	al_strbuf_adds(out, ": ");
+	seconds(out, r->tally.active_s);
+	al_strbuf_addf(out, " at work, %ld pause%s of ", r->tally.pauses,
+		       r->tally.pauses == 1 ? "" : "s");
+	seconds(out, r->tally.paused_s);
+}
+
+void al_report_calls(struct al_strbuf *out, const struct al_report *r)
+{
+	if (!r->events) {
+		al_strbuf_adds(out, "unknown (no events.jsonl here)");
+		return;
+	}
+	al_strbuf_addf(out, "%zu", r->agent_calls);
+	if (r->calls_stopped)
+		al_strbuf_addf(out, " (%zu stopped with the run before %s ended)", r->calls_stopped,
+			       r->calls_stopped == 1 ? "it" : "they");
+}
+
+const char *al_report_node_status(const struct al_report *r, const struct al_node_state *s)
+{
+	/* no process runs the run: none of its nodes runs either */
+	return !strcmp(s->status, "running") && strcmp(r->status, r->view->st.status) ? r->status
+										     : s->status;
 }

@@ -43,6 +43,9 @@ static const char style[] =
 	"svg circle.fail,svg rect.fail{fill:#d44}svg rect.partial{fill:#e90}"
 	"svg rect.pending{fill:#bbb}svg .bar{fill:#69c}\n"
 	"ul.files,ul.agents,ul.sensors{margin:.2em 0;padding-left:1.4em}\n"
+	".decision{border-left:4px dotted #9ab;margin:.5em 0;padding:.2em .8em}\n"
+	".pause{color:#860;font-style:italic;margin:.3em 0}.tail{background:#f3f3f3;color:#444}\n"
+	"p.value{font-size:1.3em;margin:.2em 0 1em}.cost{color:#555}\n"
 	"</style>\n</head>\n<body>\n";
 
 static void esc(struct al_strbuf *out, const char *s)
@@ -70,15 +73,14 @@ static void summary(struct al_strbuf *out, const struct al_report *r)
 {
 	const struct al_run_state *st = &r->view->st;
 	struct al_strbuf sb = AL_STRBUF_INIT;
-	const char *end = r->ended_at ? r->ended_at : st->updated_at;
+	const char *end = al_report_end(r);
 	char *next = al_report_next_command(r);
 	json_t *given; /* which episodes each agent was given */
-	long secs = al_report_seconds(st->started_at, end);
 
 	al_strbuf_adds(out, "<h1>ailoop run ");
 	esc(out, st->run_id);
 	al_strbuf_adds(out, " ");
-	badge(out, st->status);
+	badge(out, r->status);
 	al_strbuf_adds(out, "</h1>\n<table class=\"summary\">\n");
 	row(out, "task", st->task, true);
 	row(out, "flow", st->flow, false);
@@ -86,7 +88,10 @@ static void summary(struct al_strbuf *out, const struct al_report *r)
 		       st->base_branch ? st->base_branch : "-");
 	row(out, "branch", sb.buf, false);
 	al_strbuf_adds(out, "<tr><th>status</th><td id=\"status\">");
-	badge(out, st->status);
+	badge(out, r->status);
+	if (strcmp(r->status, st->status))
+		al_strbuf_adds(out, " no ailoop process runs it (killed, or its machine restarted): "
+			       "<code>ailoop resume</code> goes on with it");
 	al_strbuf_adds(out, "</td></tr>\n");
 	if (r->reason) {
 		al_strbuf_adds(out, "<tr><th>reason</th><td id=\"reason\" class=\"pre\">");
@@ -94,18 +99,26 @@ static void summary(struct al_strbuf *out, const struct al_report *r)
 		al_strbuf_adds(out, "</td></tr>\n");
 	}
 	row(out, "started", st->started_at, false);
-	row(out, "ended", end, false);
+	row(out, "ended", end ? end : "- (at work now)", false);
 	al_strbuf_reset(&sb);
-	if (secs >= 0)
-		al_report_duration(&sb, (int64_t)secs * 1000);
+	al_report_times(&sb, r);
 	row(out, "wall time", sb.len ? sb.buf : NULL, false);
 	al_strbuf_reset(&sb);
 	al_strbuf_addf(&sb, "%zu", r->nsteps);
 	row(out, "iterations", sb.buf, false);
 	al_strbuf_reset(&sb);
-	if (r->events)
-		al_strbuf_addf(&sb, "%zu", r->agent_calls);
-	row(out, "agent calls", r->events ? sb.buf : "unknown (no events.jsonl here)", false);
+	al_report_calls(&sb, r);
+	row(out, "agent calls", sb.buf, false);
+	if (r->tally.cost.calls) {
+		al_strbuf_reset(&sb);
+		al_report_cost_text(&sb, &r->tally.cost);
+		al_strbuf_adds(out, "<tr><th>cost</th><td id=\"cost\">");
+		esc(out, sb.buf);
+		if (r->tally.cost.estimated)
+			al_strbuf_adds(out, "<br><small>estimated: at the API's list prices, not what "
+				       "a subscription bills</small>");
+		al_strbuf_adds(out, "</td></tr>\n");
+	}
 	given = al_episodes_given_read(r->view->dir);
 	for (size_t i = 0; i < json_array_size(given); i++) {
 		struct al_strbuf line = AL_STRBUF_INIT;
@@ -132,6 +145,7 @@ static void tree(struct al_strbuf *out, const struct al_report *r)
 	al_strbuf_adds(out, "<h2>Flow</h2>\n");
 	for (size_t i = 0; i < ns->n; i++) {
 		const struct al_node_state *s = &ns->v[i];
+		struct al_run_cost cost;
 
 		for (; depth <= s->level; depth++)
 			al_strbuf_adds(out, "<ul class=\"tree\">\n");
@@ -142,11 +156,22 @@ static void tree(struct al_strbuf *out, const struct al_report *r)
 		al_strbuf_adds(out, "</b> ");
 		esc(out, s->type ? s->type : "loop");
 		if (!s->type || !strcmp(s->type, "loop"))
-			al_strbuf_addf(out, ", iteration %d of %d", s->iteration, s->max_iterations);
+			al_strbuf_addf(out, ", iteration %d of %d", al_report_iteration_shown(s),
+				       s->max_iterations);
 		al_strbuf_adds(out, ", label ");
 		esc(out, s->label);
 		al_strbuf_adds(out, " ");
-		badge(out, s->status);
+		badge(out, al_report_node_status(r, s));
+		al_report_node_cost(&cost, r, s->node_path);
+		if (cost.calls) {
+			struct al_strbuf sb = AL_STRBUF_INIT;
+
+			al_report_cost_text(&sb, &cost);
+			al_strbuf_adds(out, " <span class=\"cost\">");
+			esc(out, sb.buf);
+			al_strbuf_adds(out, "</span>");
+			al_strbuf_release(&sb);
+		}
 		al_strbuf_adds(out, "</li>\n");
 	}
 	for (; depth > 0; depth--)
@@ -213,10 +238,18 @@ static void charts(struct al_strbuf *out, const struct al_report *r)
 	if (metrics) {
 		al_strbuf_adds(out, "<h2>Metrics</h2>\n<div id=\"metrics\">\n");
 		for (size_t i = 0; i < n; i++) {
+			double value;
+
 			if (!v[i].metric)
 				continue;
 			series_title(out, &v[i]);
-			al_report_svg_metric(out, r, v[i].node, v[i].sensor, v[i].metric);
+			/* one point is a value: a line needs two */
+			if (al_report_metric_points(r, v[i].node, v[i].sensor, v[i].metric,
+						    &value) < 2)
+				al_strbuf_addf(out, "<p class=\"value\">%g</p>\n", value);
+			else
+				al_report_svg_metric(out, r, v[i].node, v[i].sensor,
+						     v[i].metric);
 		}
 		al_strbuf_adds(out, "</div>\n");
 	}
@@ -235,6 +268,10 @@ static void charts(struct al_strbuf *out, const struct al_report *r)
 	if (timed) {
 		al_strbuf_adds(out, "<h2>Time per role</h2>\n");
 		al_report_svg_roles(out, r);
+	}
+	if (r->ncosts > 1) {
+		al_strbuf_adds(out, "<h2>Cost</h2>\n");
+		al_report_svg_cost(out, r);
 	}
 	free(v);
 }
@@ -313,6 +350,50 @@ static void step_agents(struct al_strbuf *out, const struct al_report_step *s)
 	al_strbuf_adds(out, "</ul>\n");
 }
 
+static void step_cost(struct al_strbuf *out, const struct al_report_step *s)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	if (!s->cost.calls)
+		return;
+	al_report_cost_text(&sb, &s->cost);
+	al_strbuf_adds(out, "<div class=\"cost\">cost: ");
+	esc(out, sb.buf);
+	al_strbuf_adds(out, "</div>\n");
+	al_strbuf_release(&sb);
+}
+
+/* A controller's verdict and the head of its plan. */
+static void decision(struct al_strbuf *out, const struct al_report_step *s)
+{
+	al_strbuf_addf(out, "<div>controller: %s</div>",
+		       s->target_met ? "target met" : "target not met");
+	if (s->plan) {
+		al_strbuf_adds(out, "<div class=\"pre plan\">");
+		esc(out, s->plan);
+		al_strbuf_adds(out, "</div>\n");
+	}
+}
+
+/* The plans that started the inner iterations from steps[i] on, before them. */
+static void plans_before(struct al_strbuf *out, const struct al_report *r, size_t i)
+{
+	for (size_t j = r->nsteps; j-- > i + 1;) {
+		const struct al_report_step *s = &r->steps[j];
+
+		if (s->plan_at != i || !s->decided)
+			continue;
+		al_strbuf_addf(out, "<section class=\"decision\" style=\"margin-left:%dem\">"
+			       "<h3><span class=\"label\">", s->it.level * 2);
+		esc(out, s->it.label);
+		al_strbuf_adds(out, "</span> ");
+		esc(out, s->it.node_path);
+		al_strbuf_adds(out, " decides</h3>\n");
+		decision(out, s);
+		al_strbuf_adds(out, "</section>\n");
+	}
+}
+
 static void timeline(struct al_strbuf *out, const struct al_report *r)
 {
 	al_strbuf_adds(out, "<h2>Iterations</h2>\n<div id=\"timeline\">\n");
@@ -320,18 +401,25 @@ static void timeline(struct al_strbuf *out, const struct al_report *r)
 		const struct al_report_step *s = &r->steps[i];
 		const char *mark = al_report_mark(s);
 
+		plans_before(out, r, i);
+		if (s->resumed) {
+			al_strbuf_addf(out, "<div class=\"pause\" style=\"margin-left:%dem\">"
+				       "paused (", s->it.level * 2);
+			esc(out, s->resumed);
+			al_strbuf_adds(out, "), resumed here</div>\n");
+		}
 		al_strbuf_addf(out, "<section class=\"iteration%s%s\" style=\"margin-left:%dem\" "
 			       "data-label=\"", mark ? " mark-" : "", mark ? mark : "",
 			       s->it.level * 2);
 		esc(out, s->it.label);
 		al_strbuf_adds(out, "\" data-status=\"");
-		esc(out, s->it.status);
+		esc(out, al_report_step_status(s));
 		al_strbuf_adds(out, "\">\n<h3><span class=\"label\">");
 		esc(out, s->it.label);
 		al_strbuf_adds(out, "</span> ");
 		esc(out, s->it.node_path);
 		al_strbuf_adds(out, " ");
-		badge(out, s->it.status);
+		badge(out, al_report_step_status(s));
 		if (mark)
 			al_strbuf_addf(out, " <span class=\"mark\">%s</span>", mark);
 		if (s->it.target_met)
@@ -344,18 +432,20 @@ static void timeline(struct al_strbuf *out, const struct al_report *r)
 			esc(out, s->error);
 			al_strbuf_adds(out, "</div>\n");
 		}
+		/* the decision first: it judged the sensors before it, these are after */
+		if (s->decided && s->plan_at == i)
+			decision(out, s);
+		else if (s->decided)
+			al_strbuf_adds(out, "<div>controller: decided above</div>");
 		step_files(out, s);
 		step_sensors(out, s);
-		if (s->decided) {
-			al_strbuf_addf(out, "<div>controller: %s</div>",
-				       s->target_met ? "target met" : "target not met");
-			if (s->plan) {
-				al_strbuf_adds(out, "<div class=\"pre plan\">");
-				esc(out, s->plan);
-				al_strbuf_adds(out, "</div>\n");
-			}
+		if (s->tail) {
+			al_strbuf_adds(out, "<div class=\"pre tail\">");
+			esc(out, s->tail);
+			al_strbuf_adds(out, "</div>\n");
 		}
 		step_agents(out, s);
+		step_cost(out, s);
 		al_strbuf_adds(out, "</section>\n");
 	}
 	al_strbuf_adds(out, "</div>\n");

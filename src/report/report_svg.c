@@ -3,6 +3,8 @@
 #include "ailoop/base/util.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define W 640      /* chart width */
@@ -36,33 +38,21 @@ static void text(struct al_strbuf *out, double x, double y, const char *anchor, 
 	al_strbuf_adds(out, "</text>");
 }
 
-static void number_text(struct al_strbuf *out, double x, double y, double v)
+/*
+ * A chart of class `kind`: a line over `n` points, `v[i]` labelled `label[i]` (its title), its dot
+ * of class `cls[i]`, and a dashed line at `target` (NAN: none) named
+ * `target_name`; the numbers written with `fmt`.
+ */
+static void line_chart(struct al_strbuf *out, const char *kind, size_t n, const double *v,
+		       const char *const *label, const char *const *cls, double target,
+		       const char *target_name, const char *fmt)
 {
-	char buf[32];
+	double lo = INFINITY, hi = -INFINITY, half_span;
+	char buf[64];
 
-	snprintf(buf, sizeof(buf), "%g", v);
-	text(out, x, y, "end", buf);
-}
-
-void al_report_svg_metric(struct al_strbuf *out, const struct al_report *r, const char *node,
-			  const char *sensor, const char *metric)
-{
-	const struct al_report_step **pts = al_calloc(r->nsteps + 1, sizeof(*pts));
-	const struct al_report_metric *m;
-	double lo = INFINITY, hi = -INFINITY, target = NAN, half_span;
-	size_t n = 0;
-
-	for (size_t i = 0; i < r->nsteps; i++) {
-		const struct al_report_step *s = &r->steps[i];
-		const struct al_sensor_status *ss;
-
-		if (strcmp(s->it.node_path, node) || !(m = metric_of(s, sensor, metric)))
-			continue;
-		pts[n++] = s;
-		lo = m->value < lo ? m->value : lo;
-		hi = m->value > hi ? m->value : hi;
-		if ((ss = sensor_of(s, sensor)) && !strcmp(ss->status, "pass"))
-			target = m->value; /* the value its sensor passed with */
+	for (size_t i = 0; i < n; i++) {
+		lo = v[i] < lo ? v[i] : lo;
+		hi = v[i] > hi ? v[i] : hi;
 	}
 	if (!isnan(target)) {
 		lo = target < lo ? target : lo;
@@ -74,43 +64,104 @@ void al_report_svg_metric(struct al_strbuf *out, const struct al_report *r, cons
 	 * coordinate would be nan. A fraction of the span never does.
 	 */
 	half_span = hi > lo ? hi / 2 - lo / 2 : 0.5;
-	al_strbuf_addf(out, "<svg class=\"chart metric\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-		       "role=\"img\">", W, H, W, H);
+	al_strbuf_addf(out, "<svg class=\"chart %s\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+		       "role=\"img\">", kind, W, H, W, H);
 #define X(i) (PAD_L + (n > 1 ? (double)(i) * (W - PAD_L - PAD_R) / (double)(n - 1) : 0.0))
-#define Y(v) (PAD_T + (hi / 2 - (v) / 2) / half_span * (H - PAD_T - PAD_B))
+#define Y(x) (PAD_T + (hi / 2 - (x) / 2) / half_span * (H - PAD_T - PAD_B))
 	al_strbuf_addf(out, "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>",
 		       PAD_L, H - PAD_B, W - PAD_R, H - PAD_B);
-	number_text(out, PAD_L - 4, Y(hi) + 4, hi);
-	if (hi > lo)
-		number_text(out, PAD_L - 4, Y(lo) + 4, lo);
+	snprintf(buf, sizeof(buf), fmt, hi);
+	text(out, PAD_L - 4, Y(hi) + 4, "end", buf);
+	if (hi > lo) {
+		snprintf(buf, sizeof(buf), fmt, lo);
+		text(out, PAD_L - 4, Y(lo) + 4, "end", buf);
+	}
 	if (!isnan(target)) {
 		al_strbuf_addf(out, "<line class=\"target\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" "
 			       "y2=\"%.1f\"/>", PAD_L, Y(target), W - PAD_R, Y(target));
-		text(out, W - PAD_R, Y(target) - 3, "end", "target (value when the sensor passed)");
+		text(out, W - PAD_R, Y(target) - 3, "end", target_name);
 	}
 	al_strbuf_adds(out, "<polyline class=\"line\" points=\"");
 	for (size_t i = 0; i < n; i++)
-		al_strbuf_addf(out, "%s%.1f,%.1f", i ? " " : "", X(i),
-			       Y(metric_of(pts[i], sensor, metric)->value));
+		al_strbuf_addf(out, "%s%.1f,%.1f", i ? " " : "", X(i), Y(v[i]));
 	al_strbuf_adds(out, "\"/>");
 	for (size_t i = 0; i < n && n <= 200; i++) { /* dots while they stay apart */
-		const struct al_sensor_status *ss = sensor_of(pts[i], sensor);
-
 		al_strbuf_addf(out, "<circle class=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\"><title>",
-			       ss && !strcmp(ss->status, "pass") ? "pass" : "fail", X(i),
-			       Y(metric_of(pts[i], sensor, metric)->value));
-		al_report_escape(out, pts[i]->it.label);
-		al_strbuf_addf(out, ": %g</title></circle>", metric_of(pts[i], sensor, metric)->value);
+			       cls[i], X(i), Y(v[i]));
+		al_report_escape(out, label[i]);
+		snprintf(buf, sizeof(buf), fmt, v[i]);
+		al_strbuf_addf(out, ": %s</title></circle>", buf);
 	}
 	if (n) {
-		text(out, X(0), H - 8, "start", pts[0]->it.label);
+		text(out, X(0), H - 8, "start", label[0]);
 		if (n > 1)
-			text(out, X(n - 1), H - 8, "end", pts[n - 1]->it.label);
+			text(out, X(n - 1), H - 8, "end", label[n - 1]);
 	}
 #undef X
 #undef Y
 	al_strbuf_adds(out, "</svg>\n");
-	free(pts);
+}
+
+size_t al_report_metric_points(const struct al_report *r, const char *node, const char *sensor,
+			       const char *metric, double *last)
+{
+	const struct al_report_metric *m;
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->nsteps; i++)
+		if (!strcmp(r->steps[i].it.node_path, node) &&
+		    (m = metric_of(&r->steps[i], sensor, metric))) {
+			*last = m->value;
+			n++;
+		}
+	return n;
+}
+
+void al_report_svg_metric(struct al_strbuf *out, const struct al_report *r, const char *node,
+			  const char *sensor, const char *metric)
+{
+	double *v = al_calloc(r->nsteps + 1, sizeof(*v)), target = NAN;
+	const char **label = al_calloc(r->nsteps + 1, sizeof(*label));
+	const char **cls = al_calloc(r->nsteps + 1, sizeof(*cls));
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->nsteps; i++) {
+		const struct al_report_step *s = &r->steps[i];
+		const struct al_report_metric *m;
+		const struct al_sensor_status *ss;
+		bool pass;
+
+		if (strcmp(s->it.node_path, node) || !(m = metric_of(s, sensor, metric)))
+			continue;
+		pass = (ss = sensor_of(s, sensor)) && !strcmp(ss->status, "pass");
+		if (pass)
+			target = m->value; /* the value its sensor passed with */
+		v[n] = m->value;
+		label[n] = s->it.label;
+		cls[n++] = pass ? "pass" : "fail";
+	}
+	line_chart(out, "metric", n, v, label, cls, target, "target (value when the sensor passed)",
+		   "%g");
+	free(v);
+	free(label);
+	free(cls);
+}
+
+void al_report_svg_cost(struct al_strbuf *out, const struct al_report *r)
+{
+	double *v = al_calloc(r->ncosts + 1, sizeof(*v));
+	const char **label = al_calloc(r->ncosts + 1, sizeof(*label));
+	const char **cls = al_calloc(r->ncosts + 1, sizeof(*cls));
+
+	for (size_t i = 0; i < r->ncosts; i++) {
+		v[i] = r->costs[i].usd;
+		label[i] = r->costs[i].label ? r->costs[i].label : "-";
+		cls[i] = "pass";
+	}
+	line_chart(out, "cost", r->ncosts, v, label, cls, NAN, NULL, "$%.4f");
+	free(v);
+	free(label);
+	free(cls);
 }
 
 void al_report_svg_strip(struct al_strbuf *out, const struct al_report *r, const char *node,
@@ -145,23 +196,28 @@ void al_report_svg_strip(struct al_strbuf *out, const struct al_report *r, const
 void al_report_svg_roles(struct al_strbuf *out, const struct al_report *r)
 {
 	int64_t max = 1;
-	int h = 22 * AL_REPORT_ROLES + 4;
+	int h = 4, row = 0;
 
-	for (int i = 0; i < AL_REPORT_ROLES; i++)
+	for (int i = 0; i < AL_REPORT_ROLES; i++) {
 		if (r->role_ms[i] > max)
 			max = r->role_ms[i];
+		h += r->role_ms[i] > 0 ? 22 : 0;
+	}
 	al_strbuf_addf(out, "<svg class=\"chart roles\" width=\"%d\" height=\"%d\" "
 		       "viewBox=\"0 0 %d %d\" role=\"img\">", W, h, W, h);
 	for (int i = 0; i < AL_REPORT_ROLES; i++) {
 		struct al_strbuf label = AL_STRBUF_INIT;
 		double w = (double)r->role_ms[i] * (W - 80 - 120) / (double)max;
 
-		text(out, 76, 22 * i + 17, "end", al_role_names[i]);
+		if (r->role_ms[i] <= 0) /* a role no agent of the flow played */
+			continue;
+		text(out, 76, 22 * row + 17, "end", al_role_names[i]);
 		al_strbuf_addf(out, "<rect class=\"bar\" x=\"80\" y=\"%d\" width=\"%.1f\" "
-			       "height=\"16\"/>", 22 * i + 4, w);
+			       "height=\"16\"/>", 22 * row + 4, w);
 		al_report_duration(&label, r->role_ms[i]);
-		text(out, 84 + w, 22 * i + 17, "start", label.buf);
+		text(out, 84 + w, 22 * row + 17, "start", label.buf);
 		al_strbuf_release(&label);
+		row++;
 	}
 	al_strbuf_adds(out, "</svg>\n");
 }

@@ -5,6 +5,8 @@
 #include "ailoop/base/util.h"
 
 #include <dirent.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -274,4 +276,137 @@ void al_run_view_release(struct al_run_view *v)
 	free(v->from);
 	free(v->holder);
 	memset(v, 0, sizeof(*v));
+}
+
+void al_run_cost_add_event(struct al_run_cost *c, const json_t *ev)
+{
+	const char *kind = json_string_value(json_object_get(ev, "cost"));
+	double usd = json_number_value(json_object_get(ev, "cost_usd"));
+	static const char *const in[] = { "input", "cache_read", "cache_write" };
+
+	/* events.jsonl is a file anyone may edit: no figure a call could not give */
+	if (!(usd >= 0 && usd < 1e9))
+		usd = 0;
+	c->calls++;
+	c->usd += usd;
+	for (size_t i = 0; i < sizeof(in) / sizeof(*in); i++) {
+		json_int_t n = json_integer_value(json_object_get(ev, in[i]));
+
+		c->input += n > 0 && n < (json_int_t)1e15 ? n : 0;
+	}
+	if (json_integer_value(json_object_get(ev, "output")) > 0 &&
+	    json_integer_value(json_object_get(ev, "output")) < (json_int_t)1e15)
+		c->output += json_integer_value(json_object_get(ev, "output"));
+	if (kind && !strcmp(kind, "estimated")) {
+		c->estimated++;
+		c->estimated_usd += usd;
+	}
+	c->unknown += !kind || !strcmp(kind, "unknown");
+}
+
+void al_run_cost_add(struct al_run_cost *c, const struct al_run_cost *more)
+{
+	c->usd += more->usd;
+	c->estimated_usd += more->estimated_usd;
+	c->input += more->input;
+	c->output += more->output;
+	c->calls += more->calls;
+	c->estimated += more->estimated;
+	c->unknown += more->unknown;
+}
+
+bool al_run_node_holds(const char *path, const char *node)
+{
+	size_t len = strlen(path);
+
+	return !strncmp(path, node, len) && (node[len] == '\0' || node[len] == '/');
+}
+
+int64_t al_run_event_time(const char *ts)
+{
+	struct tm tm = { 0 };
+
+	if (!ts || sscanf(ts, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+			  &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t)timegm(&tm);
+}
+
+static void add_usage(struct al_run_tally *t, const json_t *ev)
+{
+	const char *node = json_string_value(json_object_get(ev, "node"));
+	size_t i;
+
+	al_run_cost_add_event(&t->cost, ev);
+	if (!node)
+		return;
+	for (i = 0; i < t->nnodes && strcmp(t->nodes[i].node, node); i++)
+		;
+	if (i == t->nnodes) {
+		AL_GROW(t->nodes, t->nnodes, t->nodes_alloc);
+		memset(&t->nodes[i], 0, sizeof(t->nodes[i]));
+		t->nodes[t->nnodes++].node = al_strdup(node);
+	}
+	al_run_cost_add_event(&t->nodes[i].cost, ev);
+}
+
+void al_run_tally_read(struct al_run_tally *t, const char *run_dir, bool live)
+{
+	char *path = al_xprintf("%s/events.jsonl", run_dir), *line = NULL;
+	FILE *f = fopen(path, "r");
+	int64_t start = -1, last = -1, now = (int64_t)time(NULL);
+	size_t cap = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->events = f != NULL;
+	while (f && getline(&line, &cap, f) > 0) {
+		json_t *ev = json_loads(line, 0, NULL);
+		const char *type = json_string_value(json_object_get(ev, "event"));
+		int64_t ts = al_run_event_time(json_string_value(json_object_get(ev, "ts")));
+
+		if (!type) { /* a line cut short by a crash */
+			json_decref(ev);
+			continue;
+		}
+		if (ts < 0 || ts < last) /* no time, or a clock set back: no time passed */
+			ts = last;
+		if (ts >= 0 && (!strcmp(type, "run_start") || !strcmp(type, "run_resume"))) {
+			if (start >= 0) { /* the stretch before ended at its last event */
+				t->active_s += last - start;
+				t->paused_s += ts - last;
+				t->pauses++;
+			}
+			start = ts;
+		}
+		if (!strcmp(type, "agent") && !json_is_false(json_object_get(ev, "agent_call")))
+			t->calls_ended++;
+		else if (!strcmp(type, "agent_usage"))
+			add_usage(t, ev);
+		last = ts;
+		json_decref(ev);
+	}
+	if (start >= 0)
+		t->active_s += (live && now > last ? now : last) - start;
+	free(line);
+	if (f)
+		fclose(f);
+	free(path);
+}
+
+void al_run_tally_release(struct al_run_tally *t)
+{
+	for (size_t i = 0; i < t->nnodes; i++)
+		free(t->nodes[i].node);
+	free(t->nodes);
+	memset(t, 0, sizeof(*t));
+}
+
+void al_run_tally_subtree(struct al_run_cost *out, const struct al_run_tally *t, const char *path)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < t->nnodes; i++)
+		if (al_run_node_holds(path, t->nodes[i].node))
+			al_run_cost_add(out, &t->nodes[i].cost);
 }

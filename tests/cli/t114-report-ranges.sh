@@ -80,7 +80,8 @@ expect_eq "$(grep -o '<li>actuator: time unknown</li>' "$page" | wc -l)" 3 \
 	"each time out of range is shown as unknown"
 expect_in "$html" "<li>actuator: 40 ms, exit -1</li>" "an exit status past an int is shown as -1"
 bar=$(sed -n '/class="chart roles"/,/<\/svg>/p' "$page" |
-	grep -o '<rect class="bar" x="80" y="48" width="[0-9.]*"' | sed 's/.*width="//; s/"$//')
+	grep -o '>actuator</text><rect class="bar" x="80" y="[0-9]*" width="[0-9.]*"' |
+	sed 's/.*width="//; s/"$//')
 [ -n "$bar" ] && awk -v w="$bar" 'BEGIN { exit !(w > 0 && w <= 440) }' && pass ||
 	fail "the actuators' bar is within the chart ($bar)"
 run "$AILOOP" report --format md

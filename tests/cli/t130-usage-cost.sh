@@ -84,7 +84,7 @@ expect_in "$(git log --format=%B -1 HEAD~1)" "[cost] \$6.2000 (2.4M in, 200.0k o
 	"the iteration's two calls, estimated"
 expect_in "$("$AILOOP" log --json)" '"cost": "$6.2000 (2.4M in, 200.0k out), estimated"' "log --json has it"
 run "$AILOOP" status
-expect_in "$out" "cost:         \$9.3000 (3600000 tokens in, 300000 out, over 3 calls; 3 estimated at list prices)" \
+expect_in "$out" "cost:         \$9.3000 (3600000 tokens in, 300000 out, over 3 calls; 3 estimated at list prices, \$9.3000)" \
 	"status sums the run's calls"
 run "$AILOOP" status --json
 expect_eq "$(printf '%s' "$out" | jq -c '.budget.cost | [.usd, .calls, .estimated, .unknown]')" "[9.3,3,3,0]" \

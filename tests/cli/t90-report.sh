@@ -52,7 +52,7 @@ expect_eq "$out" "$demo/.ai-loop/runs/$id/report.md" "the Markdown page's path"
 md=$(cat "$demo/.ai-loop/runs/$id/report.md")
 expect_in "$md" "| status | complete |" "Markdown: the status"
 expect_in "$md" "## Iterations" "Markdown: the iterations"
-expect_in "$md" "| &nbsp;&nbsp;3.1 | suite/fix | running |" "Markdown: nested labels"
+expect_in "$md" "| &nbsp;&nbsp;3.1 | suite/fix | done |" "Markdown: nested labels"
 expect_in "$md" "tests: fail (failed=3; passed=0)" "Markdown: the sensors"
 expect_not_in "$md" "<svg" "Markdown: no pictures"
 calls=$("$AILOOP" status "$id" | sed -n 's/^ *agent calls: *\([0-9]*\).*/\1/p')

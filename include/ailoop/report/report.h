@@ -49,6 +49,17 @@ struct al_report_step {
 	size_t nmetrics, metrics_alloc;
 	struct al_report_agent *agents;
 	size_t nagents, agents_alloc;
+	struct al_run_cost cost;  /* its agent calls' (agent_usage events) */
+	char *resumed;      /* the run stopped in this iteration and was resumed: why it stopped */
+	char *tail;         /* a failing sensor's output, its last lines; NULL if none */
+	size_t plan_at;     /* where its controller's plan stands: before the inner iterations
+			       it started (steps[plan_at]), else its own index */
+};
+
+/* The run's cost after each agent call, in the order they ended. */
+struct al_report_cost_point {
+	double usd;        /* the sum so far */
+	const char *label; /* the iteration of the call (a step's, or NULL) */
 };
 
 enum { AL_REPORT_ROLES = 4 }; /* al_role_names */
@@ -61,8 +72,14 @@ struct al_report {
 	char *reason;         /* why it paused or failed, from the events; NULL if none */
 	char *ended_at;       /* its last event's time, or NULL */
 	size_t agent_calls;    /* as budgets count them: command sensors are not */
+	size_t calls_stopped;  /* of them, stopped with the run before they ended */
 	int64_t role_ms[AL_REPORT_ROLES];
 	bool events;          /* events.jsonl was there (not in a clone of the branch) */
+	const char *status;   /* the run's status as shown: "interrupted" for a run that says
+				 it is running but no process holds its lock */
+	struct al_run_tally tally;  /* time at work, pauses, the cost in all (as status shows) */
+	struct al_report_cost_point *costs;
+	size_t ncosts, costs_alloc;
 };
 
 /*
@@ -100,5 +117,27 @@ void al_report_svg_strip(struct al_strbuf *out, const struct al_report *r, const
 			 const char *sensor);
 /* The agents' time per role, as bars. */
 void al_report_svg_roles(struct al_strbuf *out, const struct al_report *r);
+/* The run's cost as it grew, call after call. */
+void al_report_svg_cost(struct al_strbuf *out, const struct al_report *r);
+/* How many points one metric of a node's sensor has (a chart needs two). */
+size_t al_report_metric_points(const struct al_report *r, const char *node, const char *sensor,
+			       const char *metric, double *last);
+
+/* "$0.1234 (12.4k in, 1.1k out)", with what is estimated or unknown. */
+void al_report_cost_text(struct al_strbuf *out, const struct al_run_cost *c);
+/* The cost of node `path`'s subtree over the run. */
+void al_report_node_cost(struct al_run_cost *out, const struct al_report *r, const char *path);
+/* When the run ended (its last event), or NULL while a process runs it. */
+const char *al_report_end(const struct al_report *r);
+/* Its wall time (until now while it runs), and how much of it was work and pauses. */
+void al_report_times(struct al_strbuf *out, const struct al_report *r);
+/* The agent calls: how many, and how many the run stopped in. */
+void al_report_calls(struct al_strbuf *out, const struct al_report *r);
+/* A step's status as shown: an iteration whose node went on after it is "done", not "running". */
+const char *al_report_step_status(const struct al_report_step *s);
+/* A node's status as shown: a node of an interrupted run does not run. */
+const char *al_report_node_status(const struct al_report *r, const struct al_node_state *s);
+/* An iteration of a loop shown as "N of MAX", never past MAX. */
+int al_report_iteration_shown(const struct al_node_state *s);
 
 #endif

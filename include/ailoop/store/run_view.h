@@ -4,8 +4,10 @@
 #include "ailoop/git/git.h"
 #include "ailoop/store/state.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * A run as `status` and `report` read it: its run-state.md and every node's
@@ -57,5 +59,51 @@ void al_run_view_release(struct al_run_view *v);
 char *al_run_on_branches(struct al_git *git, const char *wanted, bool resumable, char **branch);
 /* The ids of the runs on the run branches (ai-loop/…), checked out or not. Caller frees. */
 void al_run_branch_ids(struct al_git *git, char ***ids, size_t *n);
+
+/*
+ * What agent calls cost, summed from their agent_usage events: dollars
+ * (those estimated at list prices among them), tokens, and how many calls
+ * had their cost reported, estimated or unknown.
+ */
+struct al_run_cost {
+	double usd, estimated_usd;
+	long long input, output; /* input counts cache reads and writes */
+	long calls, estimated, unknown;
+};
+
+/* Adds one agent_usage event `ev` to `c`; a figure no call could give counts 0. */
+void al_run_cost_add_event(struct al_run_cost *c, const json_t *ev);
+void al_run_cost_add(struct al_run_cost *c, const struct al_run_cost *more);
+/* Whether node `path`'s subtree holds node `node` (itself, or a descendant). */
+bool al_run_node_holds(const char *path, const char *node);
+
+/*
+ * A run's figures as `status` and `report` both show them, from its
+ * events.jsonl (which a resume appends to, so the sums go on): the time
+ * ailoop worked on it (each stretch from a run_start or run_resume to its
+ * last event, or to now while `live`), its agent calls that ended, and
+ * their cost in all.
+ */
+struct al_run_tally {
+	bool events;        /* events.jsonl was there */
+	int64_t active_s;   /* seconds at work */
+	int64_t paused_s;   /* seconds between a stop and the resume after it */
+	long pauses;        /* stops that a resume followed */
+	long calls_ended;   /* agent calls with an end event (a stopped call has none) */
+	struct al_run_cost cost;
+	struct al_run_node_cost {
+		char *node;                  /* the node path an event named */
+		struct al_run_cost cost;     /* its own calls' */
+	} *nodes;
+	size_t nnodes, nodes_alloc;
+};
+
+/* Reads it; release with al_run_tally_release() (also after a failed read). */
+void al_run_tally_read(struct al_run_tally *out, const char *run_dir, bool live);
+void al_run_tally_release(struct al_run_tally *t);
+/* The cost of node `path`'s subtree: its calls and its descendants'. */
+void al_run_tally_subtree(struct al_run_cost *out, const struct al_run_tally *t, const char *path);
+/* Seconds since the epoch of an event's "ts" (2026-11-21T10:00:00Z), or -1. */
+int64_t al_run_event_time(const char *ts);
 
 #endif
