@@ -21,11 +21,12 @@ if [ "$AILOOP_ROLE" = actuator ]; then
 	while [ -e "$GATE" ]; do sleep 0.1; done
 	sh .ai-loop/agents/fix.sh
 	cost='"total_cost_usd":0.25,'
+	[ -n "${UNPRICED:-}" ] && cost= model=m2 # no cost reported, no price: unknown
 else
 	sh .ai-loop/agents/plan.sh 2
 	cost=
 fi
-printf '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s-%s",%s"usage":{"input_tokens":1000,"output_tokens":100,"cache_read_input_tokens":0,"cache_creation_input_tokens":0},"modelUsage":{"m1":{}}}\n' "$AILOOP_ITERATION" "$cost"
+printf '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s-%s",%s"usage":{"input_tokens":1000,"output_tokens":100,"cache_read_input_tokens":0,"cache_creation_input_tokens":0},"modelUsage":{"%s":{}}}\n' "$AILOOP_ITERATION" "$cost" "${model:-m1}"
 SH
 chmod +x "$TEST_TMP/bin/fake-claude"
 export PATH="$TEST_TMP/bin:$PATH" GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
@@ -132,5 +133,18 @@ expect_eq "$(grep -o '<circle class="pass" [^>]*><title>[^<]*</title>' "$out" | 
 	"one point a call"
 expect_in "$html" '<title>3: $0.8100</title>' "the last point is the total"
 expect_eq "$(grep -c '<div class="cost">cost: ' "$out")" 6 "each iteration with calls says what they cost"
+
+# --- calls of unknown cost: counted, named, never made up ---------------------------------
+git checkout -q main
+UNPRICED=1 run "$AILOOP" run --new "fix all, unpriced"
+expect_rc 0 "a run whose actuator's cost cannot be known"
+run "$AILOOP" status
+expect_in "$out" "over 6 calls; 3 estimated at list prices, \$0.0600; 3 of unknown cost)" "the total says how many are unknown"
+expect_eq "$(printf '%s\n' "$out" | grep -E '^  +(outer|outer/inner) ' | awk '{print $1, $7}' | tr '\n' ';')" \
+	'outer $0.0600*?;outer/inner $0.0000?;' "each node's cost says some of it is unknown"
+expect_in "$out" "? some calls of unknown cost, counted as \$0" "the mark explained"
+run "$AILOOP" report --format md
+expect_in "$(cat "$out")" "| cost | \$0.0600 (6000 in, 600 out, \$0.0600 of it estimated, 3 calls of unknown cost);" \
+	"the report's total names them"
 
 finish
