@@ -598,3 +598,15 @@ const char *al_report_node_status(const struct al_report *r, const struct al_nod
 	return !strcmp(s->status, "running") && strcmp(r->status, r->view->st.status) ? r->status
 										     : s->status;
 }
+
+char *al_report_judged(const struct al_report_step *s)
+{
+	const char *label = s->it.label, *dot = strrchr(label, '.');
+	const char *last = dot ? dot + 1 : label;
+	char *end;
+	long n = strtol(last, &end, 10);
+
+	if (end == last || *end || n < 1)
+		return NULL;
+	return al_xprintf("%.*s%ld", (int)(last - label), label, n - 1);
+}

@@ -366,8 +366,15 @@ static void step_cost(struct al_strbuf *out, const struct al_report_step *s)
 /* A controller's verdict and the head of its plan. */
 static void decision(struct al_strbuf *out, const struct al_report_step *s)
 {
-	al_strbuf_addf(out, "<div>controller: %s</div>",
-		       s->target_met ? "target met" : "target not met");
+	char *judged = al_report_judged(s);
+
+	al_strbuf_adds(out, "<div>controller");
+	if (judged) {
+		al_strbuf_adds(out, " on the sensors of ");
+		esc(out, judged);
+	}
+	al_strbuf_addf(out, ": %s</div>", s->target_met ? "target met" : "target not met");
+	free(judged);
 	if (s->plan) {
 		al_strbuf_adds(out, "<div class=\"pre plan\">");
 		esc(out, s->plan);

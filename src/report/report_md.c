@@ -153,6 +153,14 @@ static void indent(struct al_strbuf *out, const struct al_report_step *s)
 
 static void decision(struct al_strbuf *out, const struct al_report_step *s)
 {
+	char *judged = al_report_judged(s);
+
+	if (judged) {
+		al_strbuf_adds(out, "on ");
+		cell(out, judged);
+		al_strbuf_adds(out, ": ");
+	}
+	free(judged);
 	al_strbuf_adds(out, s->target_met ? "target met" : "not met");
 	if (s->plan) {
 		al_strbuf_adds(out, ": ");

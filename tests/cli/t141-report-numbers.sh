@@ -38,7 +38,7 @@ expect_in "$rows" "| &nbsp;&nbsp;1.1 | outer/inner | done |" "an iteration its n
 expect_in "$rows" "| label | node | status | commit | controller | files | sensors | agents | cost |" \
 	"the controller's verdict before the sensors measured after it"
 line() { printf '%s\n' "$rows" | grep -n -- "$1" | head -1 | cut -d: -f1; }
-plan=$(line '^| 1 | outer | decides | | not met: - a - b')
+plan=$(line '^| 1 | outer | decides | | on 0: not met: - a - b')
 inner=$(line '^| &nbsp;&nbsp;1.0 | outer/inner |')
 outer=$(line '^| 1 | outer | done |')
 [ -n "$plan" ] && [ -n "$inner" ] && [ "$plan" -lt "$inner" ] && pass ||
@@ -71,7 +71,7 @@ ctl=$(printf '%s\n' "$html" | grep -n '<section class="decision" style="margin-l
 first=$(printf '%s\n' "$html" | grep -n 'data-label="1.0"' | cut -d: -f1)
 [ -n "$ctl" ] && [ "$ctl" -lt "$first" ] && pass || fail "HTML: the outer plan before the inner iterations"
 sec=$(printf '%s\n' "$html" | sed -n '/data-label="1.2" data-status/,/<\/section>/p')
-c=$(printf '%s' "$sec" | grep -bo 'controller: target' | head -1 | cut -d: -f1)
+c=$(printf '%s' "$sec" | grep -bo 'controller on the sensors of 1.1: target' | head -1 | cut -d: -f1)
 s=$(printf '%s' "$sec" | grep -bo 'sensor scope:' | head -1 | cut -d: -f1)
 [ -n "$c" ] && [ -n "$s" ] && [ "$c" -lt "$s" ] && pass || fail "HTML: the verdict before the sensors ($c, $s)"
 

@@ -36,7 +36,8 @@ expect_in "$html" "add now returns a + b" "commit subjects"
 expect_in "$html" "mathlib.c +1 −1" "the files an iteration changed"
 expect_in "$html" "sensor tests: <span class=\"s-fail\">fail</span> (failed=2; passed=1)" \
 	"every sensor's verdict"
-expect_in "$html" "controller: target not met" "the controller's verdict"
+expect_in "$html" "controller on the sensors of 3.0: target not met" \
+	"the controller's verdict, and the iteration whose sensors it judged"
 expect_in "$html" "test: add" "the head of the controller's plan"
 expect_in "$html" "<li>actuator: " "the agents' wall times"
 expect_eq "$(grep -o 'class="chart metric"' "$page" | wc -l)" 2 "one chart per metric"

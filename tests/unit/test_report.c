@@ -2,6 +2,7 @@
 #include "ailoop/base/strbuf.h"
 
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 Test(report, escape_makes_markup_text)
@@ -47,4 +48,25 @@ Test(report, a_negative_duration_is_unknown)
 	al_report_duration(&sb, -5000000);
 	cr_assert_str_eq(sb.buf, "time unknown");
 	al_strbuf_release(&sb);
+}
+
+Test(report, a_verdict_names_the_iteration_it_judged)
+{
+	static const char *const labels[][2] = {
+		{ "1.3", "1.2" }, { "2", "1" }, { "1.2.10", "1.2.9" }, { "0", NULL }, { "1.0", NULL },
+		{ "1.x", NULL }, { "", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(labels) / sizeof(*labels); i++) {
+		struct al_report_step s = { 0 };
+		char *judged;
+
+		s.it.label = (char *)labels[i][0];
+		judged = al_report_judged(&s);
+		if (labels[i][1])
+			cr_assert_str_eq(judged, labels[i][1], "%s", labels[i][0]);
+		else
+			cr_assert_null(judged, "%s", labels[i][0]);
+		free(judged);
+	}
 }

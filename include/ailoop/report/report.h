@@ -133,6 +133,11 @@ const char *al_report_end(const struct al_report *r);
 void al_report_times(struct al_strbuf *out, const struct al_report *r);
 /* The agent calls: how many, and how many the run stopped in. */
 void al_report_calls(struct al_strbuf *out, const struct al_report *r);
+/*
+ * The iteration whose sensors a step's controller judged: the one before
+ * it in its loop ("1.2" for "1.3"), or NULL. Caller frees.
+ */
+char *al_report_judged(const struct al_report_step *s);
 /* A step's status as shown: an iteration whose node went on after it is "done", not "running". */
 const char *al_report_step_status(const struct al_report_step *s);
 /* A node's status as shown: a node of an interrupted run does not run. */
