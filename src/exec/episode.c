@@ -157,9 +157,13 @@ static void spending(const struct ended *e, struct al_episode *ep)
 static char *own_file(const struct ended *e, const char *name)
 {
 	char *path = al_xprintf("%s/%s", e->dir, name);
-	char *text = al_file_exists(path) ? al_output_summary(path, NULL) : NULL;
+	char *text = al_file_exists(path) ? al_output_summary(path, "") : NULL;
 
 	free(path);
+	if (text && !*text) { /* a file that says nothing: an agent that failed before writing */
+		free(text);
+		text = NULL;
+	}
 	return text;
 }
 
