@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ailoop needs to build and test, if missing.
+#   scripts/bootstrap.sh         to build and to run every test
+#   scripts/bootstrap.sh build   to build ailoop alone (what the demo needs)
 set -euo pipefail
+build_only=false
+[ "${1:-}" = build ] && build_only=true
 
 # to build; then what the tests and scripts use: graphviz renders graphs,
 # jq reads JSON, procps gives ps, bsdutils script (a terminal), bc sums,
@@ -10,11 +14,14 @@ set -euo pipefail
 # clang and its runtime (libFuzzer) build the optimised and fuzz build,
 # groff and man check the man page
 packages=(build-essential cmake pkg-config git libyaml-dev libgit2-dev
-	libpcre2-dev libcriterion-dev libjansson-dev graphviz jq procps bsdutils bc strace slurm-wlm munge bindfs
-	git-lfs clang libclang-rt-dev groff-base man-db)
-# npm installs the real claude CLI for its end-to-end test (a Node.js from
-# elsewhere, e.g. NodeSource, brings its own npm: keep it)
-command -v npm >/dev/null || packages+=(nodejs npm)
+	libpcre2-dev libcriterion-dev libjansson-dev)
+if ! $build_only; then
+	packages+=(graphviz jq procps bsdutils bc strace slurm-wlm munge bindfs
+		git-lfs clang libclang-rt-dev groff-base man-db)
+	# npm installs the real claude CLI for its end-to-end test (a Node.js from
+	# elsewhere, e.g. NodeSource, brings its own npm: keep it)
+	command -v npm >/dev/null || packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -5,13 +5,14 @@
 # that test until it passes. Every iteration becomes a commit; the demo
 # ends by showing `ailoop log` and `ailoop status`.
 #
-#   ./scripts/demo.sh            installs what it needs, builds, runs
+#   ./scripts/demo.sh            installs what building ailoop needs (not
+#                                what the tests need), builds, runs
 #   AILOOP=path ./scripts/demo.sh   uses an ailoop binary already built
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 
 if [ -z "${AILOOP:-}" ]; then
-	"$src/scripts/bootstrap.sh"
+	"$src/scripts/bootstrap.sh" build
 	cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build "$src/build" -j "$(nproc 2>/dev/null || echo 2)" --target ailoop >/dev/null
 	AILOOP=$src/build/ailoop

@@ -28,9 +28,11 @@ int cmd_graph(int argc, char **argv)
 				format = AL_GRAPH_MERMAID;
 			else if (!strcmp(optarg, "dot"))
 				format = AL_GRAPH_DOT;
+			else if (!strcmp(optarg, "tree"))
+				format = AL_GRAPH_TREE;
 			else
-				return al_cli_fail(AL_EXIT_USAGE,
-						   "unknown format '%s' (use mermaid or dot)", optarg);
+				return al_cli_fail(AL_EXIT_USAGE, "unknown format '%s' (use mermaid, "
+						   "dot or tree)", optarg);
 		}
 	}
 	if ((code = al_cli_operands(argc, argv, 0, 0)))

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <poll.h>
 #include <string.h>
+#include <time.h>
 
 static bool in_subtree(const char *path, const char *node)
 {
@@ -28,17 +29,22 @@ struct printer {
 static void print_json(struct printer *p, const struct al_iteration *it)
 {
 	json_t *sensors = json_array(), *o;
-	char *text;
+	char *text, when[32] = "";
+	time_t t = (time_t)it->time;
+	struct tm tm;
 
 	for (size_t k = 0; k < it->nsensors; k++)
 		json_array_append_new(sensors, json_pack("{s:s, s:s, s:s?}", "name",
 							 it->sensors[k].name, "status",
 							 it->sensors[k].status, "detail",
 							 it->sensors[k].detail));
-	o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:b, s:s, s:s?, s:o, s:I}", "commit", it->oid,
+	/* the commit's time in ISO 8601, UTC, as `status` gives a run's */
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:b, s:s, s:s?, s:o, s:s}", "commit", it->oid,
 		      "label", it->label, "node_path", it->node_path, "level", it->level,
 		      "status", it->status, "target_met", it->target_met, "summary", it->summary,
-		      "action", it->action, "sensors", sensors, "time", (json_int_t)it->time);
+		      "action", it->action, "sensors", sensors, "time", when);
 	if (it->cost)
 		json_object_set_new(o, "cost", json_string(it->cost));
 	if (it->merge) /* a parallel node's merge of a child, not an iteration */

@@ -381,7 +381,7 @@ static void record_ended(struct al_git *git)
 	al_runs_list_free(ids, n);
 }
 
-static int resume(const char *id, bool force, bool json, int lock_fd)
+static int resume(const char *id, bool force, bool json, bool quiet, int lock_fd)
 {
 	struct al_diags diags = AL_DIAGS_INIT;
 	struct al_progress progress;
@@ -514,7 +514,7 @@ static int resume(const char *id, bool force, bool json, int lock_fd)
 		code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
 		goto done;
 	}
-	al_progress_init(&progress, false);
+	al_progress_init(&progress, quiet);
 	al_progress_note(&progress, "ailoop: resuming run %s at %s", run->st.run_id,
 			 run->st.active_node_path ? run->st.active_node_path : "its start");
 	ex.flow = flow;
@@ -570,7 +570,7 @@ bool al_cli_check_resumable(bool new_run, bool json, int lock_fd, int *code)
 		else if (answer[0] == 'r' || answer[0] == 'R' || answer[0] == '\n') {
 			al_git_free(git); /* resume opens the repository its way */
 			git = NULL;
-			*code = resume(id, false, json, lock_fd);
+			*code = resume(id, false, json, false, lock_fd);
 		}
 		else
 			*code = refuse_new(id);
@@ -591,21 +591,24 @@ int cmd_resume(int argc, char **argv)
 	static const struct option longs[] = {
 		{ "force", no_argument, NULL, 'F' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 0 },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool force = false, json = false;
+	bool force = false, json = false, quiet = false;
 	int c, code = 0;
 
-	while ((c = al_cli_getopt(argc, argv, "", longs, &code)) != -1) {
+	while ((c = al_cli_getopt(argc, argv, "q", longs, &code)) != -1) {
 		if (c == '?')
 			return code;
 		if (c == 'F')
 			force = true;
 		else if (c == 'j')
 			json = true;
+		else if (c == 'q')
+			quiet = true;
 	}
 	if ((code = al_cli_operands(argc, argv, 0, 1)) || (code = al_cli_enter_repo()))
 		return code;
-	return resume(optind < argc ? argv[optind] : NULL, force, json, -1);
+	return resume(optind < argc ? argv[optind] : NULL, force, json, quiet, -1);
 }

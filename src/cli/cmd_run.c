@@ -24,12 +24,16 @@ struct run_opts {
 	bool new_run, no_branch, allow_dirty, dry_run, json, quiet;
 };
 
-/* "Make the tests pass!" -> "make-the-tests-pass", at most 50 characters. */
+/*
+ * "Make the tests pass!" -> "make-the-tests-pass", at most 50 characters,
+ * cut at a word: a longer task ends at the last whole word that fits.
+ */
 static char *slug(const char *task)
 {
 	struct al_strbuf sb = AL_STRBUF_INIT;
+	const char *p = task;
 
-	for (const char *p = task; *p && sb.len < 50; p++) {
+	for (; *p && sb.len < 50; p++) {
 		unsigned char c = (unsigned char)*p;
 
 		if (isalnum(c) && c < 0x80)
@@ -37,6 +41,10 @@ static char *slug(const char *task)
 		else if (sb.len && sb.buf[sb.len - 1] != '-')
 			al_strbuf_addch(&sb, '-');
 	}
+	/* cut in a word (the next character goes on with it): back to its start */
+	if (isalnum((unsigned char)*p) && (unsigned char)*p < 0x80 && sb.buf[sb.len - 1] != '-' &&
+	    memrchr(sb.buf, '-', sb.len))
+		al_strbuf_setlen(&sb, (size_t)((char *)memrchr(sb.buf, '-', sb.len) - sb.buf));
 	while (sb.len && sb.buf[sb.len - 1] == '-')
 		al_strbuf_setlen(&sb, sb.len - 1);
 	if (!sb.len)
@@ -464,6 +472,32 @@ static json_t *missing_json(char **missing)
 	return a;
 }
 
+/*
+ * `ailoop run fix the test`: the shell made the task words, of which the
+ * run would take one; what to type instead, the words quoted for sh.
+ */
+static int unquoted_task(int n, char **words)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+
+	al_strbuf_addch(&sb, '"');
+	for (int i = 0; i < n; i++) {
+		if (i)
+			al_strbuf_addch(&sb, ' ');
+		for (const char *p = words[i]; *p; p++) {
+			if (strchr("\\\"$`", *p))
+				al_strbuf_addch(&sb, '\\');
+			al_strbuf_addch(&sb, *p);
+		}
+	}
+	al_strbuf_addch(&sb, '"');
+	fprintf(stderr, "ailoop: error: the task is one operand: quote it, as in\n"
+		"  ailoop run %s\n", sb.buf);
+	al_cli_usage(stderr, al_command_find("run"));
+	al_strbuf_release(&sb);
+	return AL_EXIT_USAGE;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longs[] = {
@@ -497,6 +531,8 @@ int cmd_run(int argc, char **argv)
 		case 'q': o.quiet = true; break;
 		}
 	}
+	if (!o.task_file && argc - optind > 1)
+		return unquoted_task(argc - optind, argv + optind);
 	if ((code = al_cli_operands(argc, argv, o.task_file ? 0 : 1, 1)))
 		return code;
 	if ((code = read_task(optind < argc ? argv[optind] : NULL, o.task_file, &task)) != 0)

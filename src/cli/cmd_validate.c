@@ -1,9 +1,40 @@
 #include "ailoop/cli/cli.h"
 #include "ailoop/exec/exec.h"
 #include "ailoop/model/flow.h"
+#include "ailoop/base/strbuf.h"
 #include "ailoop/base/util.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/*
+ * "ailoop: 3 errors in .ai-loop/agents/a.md (2), .ai-loop/flow.yaml (1)":
+ * the files the errors are in, which are often the agent files and not
+ * the flow. The diagnostics are sorted: a file's are together.
+ */
+static void print_summary(const struct al_diags *d, const char *flow_file)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	size_t files = 0;
+
+	for (size_t i = 0, n; i < d->n; i += n) {
+		const char *f = d->v[i].pos.file ? d->v[i].pos.file : flow_file;
+
+		for (n = 1; i + n < d->n; n++) {
+			const char *g = d->v[i + n].pos.file ? d->v[i + n].pos.file : flow_file;
+
+			if (strcmp(f, g))
+				break;
+		}
+		al_strbuf_addf(&sb, "%s%s (%zu)", files++ ? ", " : "", f, n);
+	}
+	if (files == 1)
+		fprintf(stderr, "ailoop: %zu error%s in %s\n", d->n, d->n == 1 ? "" : "s",
+			d->v[0].pos.file ? d->v[0].pos.file : flow_file);
+	else
+		fprintf(stderr, "ailoop: %zu errors in %s\n", d->n, files ? sb.buf : flow_file);
+	al_strbuf_release(&sb);
+}
 
 /*
  * Loads the flow named by --flow (or the default) for a command. Prints the
@@ -26,8 +57,7 @@ int al_cli_load_flow(const char *flow_arg, struct al_diags *diags, struct al_flo
 	} else if (err < 0) {
 		al_diags_sort(diags);
 		al_diags_print(diags, stderr, al_cli_color(stderr));
-		fprintf(stderr, "ailoop: %zu error%s in %s\n", diags->n, diags->n == 1 ? "" : "s",
-			file);
+		print_summary(diags, file);
 	}
 	free(file);
 	return err < 0 ? al_cli_exit_code(err) : 0;

@@ -31,7 +31,8 @@ const struct al_command al_commands[] = {
 	  "(name, command, target) and max iterations, and the runner, suggesting what it\n"
 	  "detected (Enter accepts each default); it warns about sensors that overlap,\n"
 	  "shows the flow as a tree and asks before writing. Otherwise, or with --yes, it\n"
-	  "takes the defaults and these options:\n"
+	  "takes the defaults and the options.\n\n"
+	  "options:\n"
 	  "  --template NAME      single (1 level, the default), nested (2), three-level (3),\n"
 	  "                       tdd (fast inner tests, slow outer review), reactree-tdd\n"
 	  "                       (a loop-until with a conditional, no sensors), demo (one\n"
@@ -55,59 +56,96 @@ const struct al_command al_commands[] = {
 	{ "validate", cmd_validate, "[--flow PATH]",
 	  "check a flow and its agent files, reporting every error",
 	  "Reads .ai-loop/flow.yaml (or PATH) and every agent file it names. Each problem\n"
-	  "is printed as FILE:LINE:COL: error: MESSAGE with the source line; the exit\n"
-	  "status is then 65. A valid flow prints a one-line summary and exits 0.\n" },
-	{ "graph", cmd_graph, "[--flow PATH] [--format mermaid|dot]",
-	  "print the flow tree as a Mermaid flowchart or a Graphviz graph",
+	  "is printed as FILE:LINE:COL: error: MESSAGE with the source line, then how many\n"
+	  "errors there are in which files; a warning (something that works, but maybe\n"
+	  "not as meant) as FILE:LINE:COL: warning: MESSAGE. A valid flow prints a\n"
+	  "one-line summary.\n\n"
+	  "options:\n"
+	  "  -f, --flow PATH   the flow (default .ai-loop/flow.yaml)\n\n"
+	  "exit status: 0 valid (warnings too); 64 usage error; 65 an error in the flow or\n"
+	  "an agent file; 66 the flow does not exist.\n" },
+	{ "graph", cmd_graph, "[--flow PATH] [--format mermaid|dot|tree]",
+	  "print the flow tree as a Mermaid flowchart, a Graphviz graph or plain text",
 	  "Every node with its id, type and limits, each loop's sensors, controller and\n"
-	  "actuator, and the edges to children. Mermaid is the default; render DOT with\n"
-	  "`ailoop graph --format dot | dot -Tsvg > flow.svg`.\n" },
+	  "actuator, and the edges to children.\n\n"
+	  "options:\n"
+	  "  -f, --flow PATH   the flow (default .ai-loop/flow.yaml)\n"
+	  "  --format FORMAT   mermaid (the default), dot (render it with\n"
+	  "                    `ailoop graph --format dot | dot -Tsvg > flow.svg`), or tree:\n"
+	  "                    the plain-text tree setup shows\n\n"
+	  "exit status: 0 printed; 64 usage error; 65 invalid flow; 66 no flow.\n" },
 	{ "run", cmd_run,
 	  "[--flow PATH] [--new] [--no-branch] [--allow-dirty] [--dry-run] [--json] [--quiet]\n"
 	  "                  (TASK | --task-file PATH | -)",
 	  "run the flow on a task until its target is met",
 	  "Creates the branch ai-loop/<slug> (unless --no-branch), then runs the flow's root\n"
 	  "node with TASK as its setpoint: sensors measure, the controller decides, the\n"
-	  "actuator acts, and every iteration is committed. The task may also come from\n"
-	  "--task-file PATH or standard input (-). The work tree must be clean unless\n"
-	  "--allow-dirty. --dry-run prints the plan and runs nothing; --json prints the\n"
-	  "outcome as JSON on stdout; --quiet prints no progress. When an interrupted run\n"
-	  "can be resumed, asks on a terminal and otherwise refuses: use 'ailoop resume'\n"
-	  "or --new. One live ailoop per work tree: while another runs or resumes here,\n"
-	  "exits 75 naming it, having written nothing.\n" },
-	{ "resume", cmd_resume, "[RUN-ID] [--force] [--json]",
+	  "actuator acts, and every iteration is committed. TASK is one operand: quote it\n"
+	  "(ailoop run \"fix the parser\"). When an interrupted run can be resumed, asks on\n"
+	  "a terminal and otherwise refuses: use 'ailoop resume' or --new. One live ailoop\n"
+	  "per work tree.\n\n"
+	  "options:\n"
+	  "  -f, --flow PATH       the flow (default .ai-loop/flow.yaml)\n"
+	  "  --task-file PATH      the task from a file; - as TASK: from standard input\n"
+	  "  --new                 start a new run though one can be resumed\n"
+	  "  --no-branch           commit on the current branch\n"
+	  "  --allow-dirty         start with uncommitted changes (the first commit has them)\n"
+	  "  -n, --dry-run         print the plan, limits and command lines; run nothing\n"
+	  "  --json                print the outcome (or the plan) as JSON on stdout\n"
+	  "  -q, --quiet           print no progress\n\n"
+	  "exit status: 0 target met; 1 finished without success, an agent's error, or\n"
+	  "paused by what an agent did; 2 a node's timeout; 3 interrupted (resumable); 4\n"
+	  "blocked by a breaker or a budget (resumable); 64 usage error; 65 invalid flow;\n"
+	  "66 no flow; 69 a runner is not installed; 70 internal error or a full disk;\n"
+	  "75 another live ailoop holds the work tree (nothing written).\n" },
+	{ "resume", cmd_resume, "[RUN-ID] [--force] [--json] [--quiet]",
 	  "continue an interrupted run exactly where it stopped",
 	  "Takes the newest run that is running, paused or blocked and that no live ailoop\n"
 	  "holds (or RUN-ID), checks out its branch and continues at the step it was in.\n"
 	  "A run that an agent's error ended (fail-fast) is retried when named: the step\n"
 	  "that failed runs again as its node's next iteration. A run a circuit breaker\n"
 	  "blocked has that breaker reset, and its loop acts again.\n"
-	  "A flow.yaml changed since the run started is refused unless --force.\n" },
+	  "A flow.yaml changed since the run started is refused unless --force.\n\n"
+	  "options:\n"
+	  "  --force       resume though flow.yaml changed since the run started\n"
+	  "  --json        print the outcome as JSON on stdout\n"
+	  "  -q, --quiet   print no progress\n\n"
+	  "exit status: 0 target met; otherwise as 'ailoop run' (1, 2, 3, 4, 64, 69, 70,\n"
+	  "75); 65 damaged run state or a changed flow.yaml; 66 no run to resume.\n" },
 	{ "status", cmd_status, "[RUN-ID] [--json] [--watch [--interval S]]",
 	  "show a run's state and every node's iteration and status",
 	  "Reads run-state.md and each node's orchestrator-output.md of the run (RUN-ID,\n"
 	  "or the one picked below); each loop's circuit breaker is shown after its\n"
 	  "status. A run whose branch is not checked out is read from that branch's last\n"
 	  "commit.\n"
-	  "--watch shows it again every S seconds (default 1; on a terminal the screen\n"
-	  "is redrawn, elsewhere each new state is printed once) until no ailoop works\n"
-	  "on the run, and exits as the run did: 0 complete, 1 failed, 2 timeout,\n"
-	  "3 paused or killed, 4 blocked. Ctrl-C stops watching; the run goes on.\n"
 	  "Without RUN-ID, status, log, report and land pick the same run: the newest\n"
 	  "run whose state here names the checked-out branch as its own (the run HEAD is\n"
-	  "on), else the newest run of the repository, here or on its branch.\n" },
+	  "on), else the newest run of the repository, here or on its branch.\n\n"
+	  "options:\n"
+	  "  --json         print it as JSON (times in ISO 8601, UTC)\n"
+	  "  --watch        show it again every S seconds until no ailoop works on the\n"
+	  "                 run (on a terminal the screen is redrawn, elsewhere each new\n"
+	  "                 state is printed once); Ctrl-C stops watching, not the run\n"
+	  "  --interval S   the seconds between two looks (default 1)\n\n"
+	  "exit status: 0 shown; 64 usage error; 65 damaged run state; 66 no run.\n"
+	  "With --watch, as the run ended: 0 complete, 1 failed, 2 timeout, 3 paused or\n"
+	  "killed, 4 blocked.\n" },
 	{ "log", cmd_log,
 	  "[RUN-ID | --branch NAME] [--node PATH] [--json] [--oneline]\n"
 	  "                  [--follow [--interval S]]",
 	  "show the run tree rebuilt from the git history alone",
-	  "Walks the commits of the run's branch (RUN-ID's or the one picked below, or\n"
-	  "NAME) back to the run's first commit and prints each iteration indented by level: label,\n"
-	  "node, summary and sensors. --node keeps one node and its children.\n"
-	  "--follow then prints each new iteration as its commit lands (a look every S\n"
-	  "seconds, default 1) and exits once no ailoop works on the run.\n"
-	  "Without RUN-ID, status, log, report and land pick the same run: the newest\n"
-	  "run whose state here names the checked-out branch as its own (the run HEAD is\n"
-	  "on), else the newest run of the repository, here or on its branch.\n" },
+	  "Walks the commits of the run's branch (RUN-ID's or the one picked as\n"
+	  "'ailoop help status' says, or NAME) back to the run's first commit and prints\n"
+	  "each iteration indented by level: label, node, summary and sensors.\n\n"
+	  "options:\n"
+	  "  --branch NAME   read the history of branch NAME\n"
+	  "  --node PATH     keep one node and its children\n"
+	  "  --json          print the iterations as JSON (times in ISO 8601, UTC)\n"
+	  "  --oneline       one line an iteration\n"
+	  "  --follow        then print each new iteration as its commit lands, until no\n"
+	  "                  ailoop works on the run\n"
+	  "  --interval S    the seconds between two looks of --follow (default 1)\n\n"
+	  "exit status: 0 shown; 64 usage error; 66 no run or branch.\n" },
 	{ "report", cmd_report, "[RUN-ID] [-o FILE] [--format html|md]",
 	  "write one self-contained page of a run: its tree, iterations and charts",
 	  "Builds the page of the run (RUN-ID, or the one picked below) from its commits,\n"
@@ -116,10 +154,13 @@ const struct al_command al_commands[] = {
 	  ".ai-loop/runs/RUN-ID/report.html, or report.md). The HTML page needs nothing\n"
 	  "else: styles and SVG charts inline, no script, no link. --format md writes the\n"
 	  "same content as Markdown tables, without charts, for a pull request.\n"
-	  "-o, --output FILE writes it to FILE instead.\n"
-	  "Without RUN-ID, status, log, report and land pick the same run: the newest\n"
-	  "run whose state here names the checked-out branch as its own (the run HEAD is\n"
-	  "on), else the newest run of the repository, here or on its branch.\n" },
+	  "Without RUN-ID, status, log, report and land pick the same run, as\n"
+	  "'ailoop help status' says.\n\n"
+	  "options:\n"
+	  "  -o, --output FILE   write it to FILE\n"
+	  "  --format FORMAT     html (the default) or md\n\n"
+	  "exit status: 0 written; 64 usage error; 65 damaged run state; 66 no run; 70\n"
+	  "the page cannot be written.\n" },
 	{ "land", cmd_land, "[RUN-ID] [--merge]",
 	  "put a finished run's change on its base branch, without its run files",
 	  "Commits the run's net change (RUN-ID, or the run picked as 'ailoop help status'\n"
@@ -128,7 +169,8 @@ const struct al_command al_commands[] = {
 	  "base branch moved on. The message is the task's first line, then the run,\n"
 	  "how it ended, its iterations, and its sensors before and after. With the\n"
 	  "base branch checked out, the work tree follows (it must be clean). The run's\n"
-	  "branch stays; 'ailoop clean' removes it.\n"
+	  "branch stays; 'ailoop clean' removes it.\n\n"
+	  "options:\n"
 	  "  --merge   a merge commit of the run's branch instead, keeping its history\n"
 	  "            (still without .ai-loop/runs in the base branch's tree)\n\n"
 	  "exit status: 0 landed, or the base branch has the change already; 1 the\n"
@@ -266,9 +308,22 @@ static void print_version(void)
 	       jansson_version_str());
 }
 
+/* An unknown command, with the one meant if a typo away (`ailoop stauts`). */
 static int unknown_command(const char *name)
 {
-	fprintf(stderr, "ailoop: error: unknown command '%s'\n", name);
+	const char *names[AL_ARRAY_SIZE(al_commands)];
+	const char *near;
+	size_t n = 0;
+
+	for (const struct al_command *c = al_commands; c->name; c++)
+		names[n++] = c->name;
+	names[n++] = "help";
+	near = al_closest(name, names, n);
+	if (near)
+		fprintf(stderr, "ailoop: error: unknown command '%s' (did you mean '%s'?)\n", name,
+			near);
+	else
+		fprintf(stderr, "ailoop: error: unknown command '%s'\n", name);
 	fputs("usage: ailoop <command> [options]   (see 'ailoop --help')\n", stderr);
 	return AL_EXIT_USAGE;
 }

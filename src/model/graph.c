@@ -71,7 +71,8 @@ static void node_label(const struct al_node *n, struct al_strbuf *sb)
 {
 	al_strbuf_addf(sb, "%s\n%s", n->id, al_node_type_name(n->type));
 	if (n->type == AL_NODE_LOOP)
-		al_strbuf_addf(sb, " · max %d iterations", n->max_iterations);
+		al_strbuf_addf(sb, " · max %d iteration%s", n->max_iterations,
+			       n->max_iterations == 1 ? "" : "s");
 	if (n->timeout_seconds)
 		al_strbuf_addf(sb, " · timeout %ds", n->timeout_seconds);
 	if (n->type == AL_NODE_PARALLEL) {
@@ -148,10 +149,73 @@ static void emit(struct graph *g, const struct al_node *n, const char *id)
 	}
 }
 
+/*
+ * The plain-text tree `ailoop setup` shows: a node a line ("fix: loop, at
+ * most 5 iterations"), its sensors, controller and actuator below it, and
+ * its children under "`-- ", each level four columns further in.
+ */
+static void tree(const struct al_node *n, int ind, const char *edge_name, struct al_strbuf *out)
+{
+	struct al_strbuf label = AL_STRBUF_INIT;
+	const char *nl;
+
+	node_label(n, &label);
+	nl = strchr(label.buf, '\n');
+	if (ind)
+		al_strbuf_addf(out, "%*s`-- %s%s", ind - 4, "", edge_name ? edge_name : "",
+			       edge_name ? ": " : "");
+	else
+		al_strbuf_adds(out, "  ");
+	/* "fix\nloop · max 5 iterations\nuntil …" as "fix: loop, at most 5 iterations; until …" */
+	al_strbuf_add(out, label.buf, (size_t)(nl - label.buf));
+	al_strbuf_adds(out, ": ");
+	for (const char *p = nl + 1; *p; p++) {
+		if (*p == '\n')
+			al_strbuf_adds(out, "; ");
+		else if (!strncmp(p, " \xc2\xb7 max ", 8) && (p += 7))
+			al_strbuf_adds(out, ", at most ");
+		else if (!strncmp(p, " \xc2\xb7 ", 4) && (p += 3))
+			al_strbuf_adds(out, ", ");
+		else
+			al_strbuf_addch(out, *p);
+	}
+	al_strbuf_addch(out, '\n');
+	al_strbuf_release(&label);
+	ind += ind ? 0 : 2;
+	for (size_t i = 0; n->sensor_form && i < n->nsensors; i++) {
+		const struct al_agent *a = n->sensors[i].ref.agent;
+
+		if (a && a->command_sh)
+			al_strbuf_addf(out, "%*s  sensor %s: $ %s  (target: %s)\n", ind, "",
+				       n->sensors[i].name, a->command_sh,
+				       a->target ? a->target : "its command passes");
+		else
+			al_strbuf_addf(out, "%*s  sensor %s: %s\n", ind, "", n->sensors[i].name,
+				       n->sensors[i].ref.path);
+	}
+	if (n->sensor_form && n->controller.path)
+		al_strbuf_addf(out, "%*s  controller: %s\n", ind, "", n->controller.path);
+	if (n->sensor_form && n->strategy == AL_STRATEGY_DIRECT && n->actuator.path)
+		al_strbuf_addf(out, "%*s  actuator: %s\n", ind, "", n->actuator.path);
+	for (size_t i = 0, k = al_node_nkids(n); i < k; i++) {
+		const struct al_node *c = al_node_kid(n, i);
+
+		tree(c, ind + 4, c == n->then_branch ? "then" : c == n->else_branch ? "else" : NULL,
+		     out);
+	}
+}
+
 void al_graph_write(const struct al_flow *flow, enum al_graph_format format,
 		    struct al_strbuf *out)
 {
 	struct graph g = { format, out, 1 };
+
+	if (format == AL_GRAPH_TREE) {
+		al_strbuf_addf(out, "flow %s:\n", flow->file);
+		if (flow->root)
+			tree(flow->root, 0, NULL, out);
+		return;
+	}
 
 	if (format == AL_GRAPH_MERMAID)
 		al_strbuf_adds(out, "flowchart TD\n");

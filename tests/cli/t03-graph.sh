@@ -144,7 +144,7 @@ fi
 # --- usage errors -----------------------------------------------------------
 run "$AILOOP" graph --format svg
 expect_rc 64 "graph --format svg"
-expect_in "$err" "unknown format 'svg' (use mermaid or dot)" "svg is refused"
+expect_in "$err" "unknown format 'svg' (use mermaid, dot or tree)" "svg is refused"
 expect_eq "$out" "" "nothing drawn for a bad format"
 
 run "$AILOOP" graph --format
