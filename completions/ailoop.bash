@@ -143,12 +143,12 @@ _ailoop()
 	fi
 
 	case $prev in
-	--flow | -f | --task-file | --output | -o)
+	--flow | -f | --task-file | --output | -o | --input)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return 0
 		;;
 	--format)
-		if [[ $cmd == report ]]; then words="html md"; else words="mermaid dot"; fi
+		if [[ $cmd == report ]]; then words="html md"; else words="mermaid dot tree"; fi
 		mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
 		return 0
 		;;

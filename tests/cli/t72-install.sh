@@ -193,9 +193,9 @@ expect_eq "$(complete_line "$COMPLETION" "ailoop log $first --node outer/")" "ou
 	"completion: a node path's prefix"
 expect_in " $(complete_line "$COMPLETION" "ailoop log --branch ai-loop/") " " ai-loop/two-items " \
 	"completion: log --branch offers branches"
-expect_eq "$(complete_line "$COMPLETION" "ailoop graph --format ")" "dot mermaid" \
+expect_eq "$(complete_line "$COMPLETION" "ailoop graph --format ")" "dot mermaid tree" \
 	"completion: graph --format"
-expect_eq "$(complete_line "$COMPLETION" "ailoop graph --format=")" "dot mermaid" \
+expect_eq "$(complete_line "$COMPLETION" "ailoop graph --format=")" "dot mermaid tree" \
 	"completion: graph --format= as one word"
 expect_eq "$(complete_line "$COMPLETION" "ailoop memory ")" "get list set" \
 	"completion: memory's subcommands"
