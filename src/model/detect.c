@@ -23,7 +23,9 @@
  * and names no failures when none failed; cargo prints a `test result:`
  * line for each test binary, the doc-tests' too; `go test` prints no count
  * but a `--- FAIL:` line a failed test; ctest a line a test; jest, vitest,
- * `node --test` (its TAP and spec reporters) and mocha a total each.
+ * `node --test` (its TAP and spec reporters) and mocha a total each; Maven's
+ * Surefire a summary a module (the lines without a test class), rspec and
+ * ExUnit (mix) one line of examples or tests and failures.
  */
 static const struct {
 	const char *tool, *metrics;
@@ -43,6 +45,16 @@ static const struct {
 		   "  passed: {pattern: '(?m)^\\s*\\d+/\\d+ Test +#\\d+: .*\\sPassed\\s', count: true}\n"
 		   "  failed: '(\\d+) tests failed out of \\d+'\n"
 		   "  total: 'tests failed out of (\\d+)'\n" },
+	{ "mvn", "metrics:\n"
+		 "  tests: {pattern: '(?m)^\\[\\w+\\] Tests run: (\\d+), Failures: \\d+, Errors: \\d+, Skipped: \\d+$', sum: true}\n"
+		 "  failed: {pattern: '(?m)^\\[\\w+\\] Tests run: \\d+, Failures: (\\d+), Errors: \\d+, Skipped: \\d+$', sum: true}\n"
+		 "  errors: {pattern: '(?m)^\\[\\w+\\] Tests run: \\d+, Failures: \\d+, Errors: (\\d+), Skipped: \\d+$', sum: true}\n" },
+	{ "rspec", "metrics:\n"
+		   "  examples: '(\\d+) examples?, \\d+ failures?'\n"
+		   "  failed: '\\d+ examples?, (\\d+) failures?'\n" },
+	{ "mix", "metrics:\n"
+		 "  tests: '(\\d+) tests?, \\d+ failures?'\n"
+		 "  failed: '\\d+ tests?, (\\d+) failures?'\n" },
 	{ "npm", "metrics:\n"
 		 "  passed: '(?m)(?|^\\s*Tests:?\\s+(?:.*\\D)?(\\d+) passed|^(?:# |\xe2\x84\xb9 )pass (\\d+)$|^\\s+(\\d+) passing)'\n"
 		 "  failed: {pattern: '(?m)(?|^\\s*Tests:?\\s+(?:.*\\D)?(\\d+) failed|^(?:# |\xe2\x84\xb9 )fail (\\d+)$|^\\s+(\\d+) failing)', default: 0}\n" },
@@ -74,6 +86,7 @@ static const char *runner_named(const char *text)
 		{ "ctest", "ctest" },	  { "node --test", "npm" },  { "jest", "npm" },
 		{ "vitest", "npm" },	  { "mocha", "npm" },	     { "npm test", "npm" },
 		{ "npm run test", "npm" }, { "yarn test", "npm" },    { "pnpm test", "npm" },
+		{ "mvn", "mvn" },	  { "rspec", "rspec" },	     { "mix test", "mix" },
 	};
 	const char *best = NULL, *at = NULL;
 

@@ -242,6 +242,17 @@ Test(detect, ctest_metrics_count_passed_tests)
 		       "passed=2 failed=1 total=3");
 }
 
+Test(detect, mvn_rspec_and_mix_metrics_read_their_summaries)
+{
+	/* mvn-*.txt and mix-*.txt are written by hand (README.md there) */
+	assert_metrics("mvn test", "mvn-pass.txt", "tests=5 failed=0 errors=0");
+	assert_metrics("mvn test", "mvn-fail.txt", "tests=5 failed=1 errors=0");
+	assert_metrics("bundle exec rspec", "rspec-pass.txt", "examples=3 failed=0");
+	assert_metrics("bundle exec rspec", "rspec-fail.txt", "examples=3 failed=1");
+	assert_metrics("mix test", "mix-pass.txt", "tests=3 failed=0");
+	assert_metrics("mix test", "mix-fail.txt", "tests=3 failed=1");
+}
+
 Test(detect, make_metrics_are_those_of_the_runner_its_makefile_names)
 {
 	put("Makefile", "test:\n\tpython3 -m pytest -q tests\n");
