@@ -11,6 +11,7 @@
 #include "ailoop/store/memory.h"
 #include "ailoop/store/run.h"
 
+#include <errno.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -152,9 +153,15 @@ static int try_agent(const struct agent_opts *o, struct al_flow *flow, const cha
 	if (role < 0)
 		return al_cli_fail(AL_EXIT_USAGE, "node '%s' does not use '%s'", f.node->path, path);
 	snprintf(tmpl, sizeof(tmpl), "%s/ailoop-agent.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(tmpl) || !getcwd(cwd, sizeof(cwd)) || (rc = al_git_open(&ex.git)) < 0) {
-		code = al_cli_fail(AL_EXIT_SOFTWARE, "cannot make a directory for the call: %s",
-				   al_errmsg());
+	if ((rc = al_git_open(&ex.git)) < 0) {
+		*tmpl = '\0';
+		code = al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
+		goto done;
+	}
+	if (!mkdtemp(tmpl) || !getcwd(cwd, sizeof(cwd))) {
+		code = al_cli_fail(AL_EXIT_SOFTWARE, "cannot make a directory for the call in "
+				   "'%s': %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		*tmpl = '\0';
 		goto done;
 	}
 	run = al_calloc(1, sizeof(*run));

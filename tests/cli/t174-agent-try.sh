@@ -97,6 +97,14 @@ expect_rc 64 "a node that does not use the agent"
 expect_in "$err" "node 'outer' does not use '.ai-loop/agents/act.md'" "says so"
 run "$AILOOP" agent --input "$TEST_TMP/missing.md" .ai-loop/agents/act.md
 expect_rc 66 "an input that does not exist"
+run env TMPDIR="$TEST_TMP/none" "$AILOOP" agent .ai-loop/agents/act.md
+expect_rc 70 "no directory for the call"
+expect_in "$err" "cannot make a directory for the call in '$TEST_TMP/none'" "says where"
+N=$TEST_TMP/not-git
+mkdir -p "$N" && cp -r .ai-loop "$N/"
+(cd "$N" && "$AILOOP" agent .ai-loop/agents/act.md >/dev/null 2>"$TEST_TMP/not-git.err")
+expect_eq "$?" 66 "outside a git repository"
+expect_in "$(cat "$TEST_TMP/not-git.err")" "ailoop: error: " "says why"
 # an agent that fails, and a controller whose output cannot be read
 printf -- '---\nname: act\ncommand: echo broken; exit 3\n---\n' >.ai-loop/agents/act.md
 run "$AILOOP" agent .ai-loop/agents/act.md
