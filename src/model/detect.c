@@ -86,16 +86,22 @@ static const char *runner_named(const char *text)
 		{ "ctest", "ctest" },	  { "node --test", "npm" },  { "jest", "npm" },
 		{ "vitest", "npm" },	  { "mocha", "npm" },	     { "npm test", "npm" },
 		{ "npm run test", "npm" }, { "yarn test", "npm" },    { "pnpm test", "npm" },
-		{ "mvn", "mvn" },	  { "rspec", "rspec" },	     { "mix test", "mix" },
+		{ "mvn", "mvn" },	  { "mvnw", "mvn" },	     { "rspec", "rspec" },
+		{ "mix test", "mix" },
 	};
 	const char *best = NULL, *at = NULL;
 
 	for (size_t i = 0; i < AL_ARRAY_SIZE(words); i++) {
-		const char *w = strstr(text, words[i].word);
+		size_t len = strlen(words[i].word);
 
-		if (w && (!at || w < at)) {
-			at = w;
-			best = words[i].tool;
+		/* a word of its own: not a directory's name (cd pytest-plugin && cargo test) */
+		for (const char *w = strstr(text, words[i].word); w; w = strstr(w + 1, words[i].word)) {
+			if ((w == text || strchr(" \t\n/;&|(", w[-1])) && strchr(" \t\n;&|)", w[len]) &&
+			    (!at || w < at)) {
+				at = w;
+				best = words[i].tool;
+				break;
+			}
 		}
 	}
 	return best;
@@ -103,7 +109,10 @@ static const char *runner_named(const char *text)
 
 const char *al_test_metrics(const char *command)
 {
-	const char *tool = runner_named(command);
+	/* what runs, past a monorepo's `cd DIR && ` */
+	const char *run = al_starts_with(command, "cd ") && strstr(command, "&& ")
+				  ? strstr(command, "&& ") + 3 : command;
+	const char *tool = runner_named(run);
 	struct al_strbuf mk = AL_STRBUF_INIT;
 
 	/* `make test`: what the Makefile runs (here, or where the command goes) */

@@ -247,6 +247,7 @@ Test(detect, mvn_rspec_and_mix_metrics_read_their_summaries)
 	/* mvn-*.txt and mix-*.txt are written by hand (README.md there) */
 	assert_metrics("mvn test", "mvn-pass.txt", "tests=5 failed=0 errors=0");
 	assert_metrics("mvn test", "mvn-fail.txt", "tests=5 failed=1 errors=0");
+	assert_metrics("./mvnw -q test", "mvn-fail.txt", "tests=5 failed=1 errors=0");
 	assert_metrics("bundle exec rspec", "rspec-pass.txt", "examples=3 failed=0");
 	assert_metrics("bundle exec rspec", "rspec-fail.txt", "examples=3 failed=1");
 	assert_metrics("mix test", "mix-pass.txt", "tests=3 failed=0");
@@ -259,6 +260,10 @@ Test(detect, make_metrics_are_those_of_the_runner_its_makefile_names)
 	assert_metrics("make test", "pytest-pass.txt", "passed=3 failed=0 errors=0");
 	put("sub/Makefile", "check:\n\tcargo test --workspace\n");
 	assert_metrics("cd sub && make check", "cargo-pass.txt", "passed=5 failed=0");
+	/* a directory named like a runner is not the runner */
+	put("pytest-plugin/Makefile", "test:\n\tcargo test\n");
+	assert_metrics("cd pytest-plugin && make test", "cargo-pass.txt", "passed=5 failed=0");
+	assert_metrics("cd pytest-plugin && cargo test", "cargo-pass.txt", "passed=5 failed=0");
 	/* a runner it does not name: what most print */
 	put("Makefile", "test:\n\t./run-tests\n");
 	assert_metrics("make test", "pytest-fail.txt", "failed=1 passed=3");
