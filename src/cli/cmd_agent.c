@@ -87,7 +87,8 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 }
 
 /* What the run would read from the output: a sensor's status and metrics, a controller's verdict. */
-static void print_parsed(enum al_role role, const char *output, bool keep)
+static void print_parsed(const struct al_agent *a, enum al_role role, const char *output,
+			 bool keep)
 {
 	struct al_md md = AL_MD_INIT;
 	const struct al_val *metrics;
@@ -103,11 +104,21 @@ static void print_parsed(enum al_role role, const char *output, bool keep)
 	if (role == AL_ROLE_SENSOR) {
 		printf("status: %s\n", al_md_str(&md, "status") ? al_md_str(&md, "status") : "(none)");
 		metrics = al_md_get(&md, "metrics");
-		for (size_t i = 0; metrics && metrics->kind == AL_VAL_MAP && i < metrics->n; i++) {
+		if (metrics && metrics->kind != AL_VAL_MAP)
+			metrics = NULL;
+		for (size_t i = 0; metrics && i < metrics->n; i++) {
 			const struct al_val *v = AL_VAL_VALUE(metrics, i);
 
-			printf("metric %s: %s\n", AL_VAL_KEY(metrics, i)->str,
-			       v->kind == AL_VAL_SCALAR && !al_val_is_null(v) ? v->str : "null");
+			if (v->kind == AL_VAL_SCALAR && !al_val_is_null(v))
+				printf("metric %s: %s\n", AL_VAL_KEY(metrics, i)->str, v->str);
+		}
+		/* what the file leaves out is what a pattern did not find: the thing to fix */
+		for (size_t i = 0; i < a->nmetrics; i++) {
+			const struct al_val *v = metrics ? al_val_get(metrics, a->metrics[i].name) : NULL;
+
+			if (!v || v->kind != AL_VAL_SCALAR || al_val_is_null(v))
+				printf("metric %s: null (its pattern matched nothing)\n",
+				       a->metrics[i].name);
 		}
 	} else if (role == AL_ROLE_CONTROLLER) {
 		printf("target-met: %s\n", al_md_str(&md, "target-met") ? al_md_str(&md, "target-met")
@@ -215,7 +226,7 @@ static int try_agent(const struct agent_opts *o, struct al_flow *flow, const cha
 		al_call_release(&call);
 	}
 	al_progress_end(&progress);
-	print_parsed(role, output, o->keep);
+	print_parsed(agent, role, output, o->keep);
 	/* an agent that failed ends a run in error, exit 1: so does its try */
 	if (rc < 0)
 		code = al_cli_fail(rc == AL_EAGENT ? AL_EXIT_FAILED : al_cli_exit_code(rc), "%s",

@@ -59,6 +59,10 @@ expect_in "$out" "agent .ai-loop/agents/tests.md: the sensor of node 'outer' (se
 expect_in "$out" "status: fail" "the sensor's status, as a run reads it"
 expect_in "$out" "metric passed: 3
 metric failed: 1" "and its metrics"
+sed -i 's/  passed: .*/  passed: '"'"'(\\d+) succeeded'"'"'/' .ai-loop/agents/tests.md
+run "$AILOOP" agent .ai-loop/agents/tests.md
+expect_in "$out" "metric passed: null (its pattern matched nothing)" "a metric its pattern does not find"
+git checkout -q .ai-loop/agents/tests.md
 
 run "$AILOOP" agent --node outer/inner --task "make it pass" .ai-loop/agents/judge.md
 expect_rc 0 "a controller runs"
