@@ -145,7 +145,7 @@ static int try_agent(const struct agent_opts *o, struct al_flow *flow, const cha
 	struct al_call call = { 0 };
 	struct al_call_ctx ctx;
 	char tmpl[PATH_MAX] = "", cwd[PATH_MAX];
-	char *dir = NULL, *output = NULL, *task = NULL;
+	char *dir = NULL, *output = NULL, *task = NULL, *logs = NULL;
 	const char *tmp = getenv("TMPDIR");
 	int role, rc, code = 0;
 
@@ -191,14 +191,9 @@ static int try_agent(const struct agent_opts *o, struct al_flow *flow, const cha
 	ex.progress = &progress;
 	ex.root = al_strdup(cwd);
 	ex.agents_file = al_xprintf("%s/" AL_RUN_AGENTS_FILE, tmpl);
-	{
-		char *logs = al_xprintf("%s/" AL_RUN_AGENTS_DIR, tmpl);
-
-		rc = al_mkdirs(logs);
-		free(logs);
-	}
+	logs = al_xprintf("%s/" AL_RUN_AGENTS_DIR, tmpl);
 	task = al_xprintf("%s/task.md", dir); /* AILOOP_TASK_FILE, as a node's entry writes it */
-	if (rc < 0 || (rc = al_mkdirs(dir)) < 0 ||
+	if ((rc = al_mkdirs(logs)) < 0 || (rc = al_mkdirs(dir)) < 0 ||
 	    (rc = al_write_atomic(task, o->task, strlen(o->task))) < 0 ||
 	    (rc = al_memory_open(&ex.memory, tmpl)) < 0) {
 		code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
@@ -243,6 +238,7 @@ done:
 	if (*tmpl && !o->keep)
 		nftw(tmpl, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	free(dir);
+	free(logs);
 	free(task);
 	free(output);
 	return code;
