@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *const al_role_names[4] = { "sensor", "controller", "actuator", "action" };
@@ -116,6 +117,8 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 				    *suffix ? "-" : "", suffix);
 	call->prompt_path = al_xprintf("%s/%s%s%s.prompt.md", logs, al_role_names[c->role],
 				       *suffix ? "-" : "", suffix);
+	call->wait_path = al_xprintf("%s/%s%s%s.rate-limit", logs, al_role_names[c->role],
+				     *suffix ? "-" : "", suffix);
 	task_file = al_xprintf("%s/task.md", c->dir);
 	if ((rc = al_mkdirs(logs)) < 0)
 		goto done;
@@ -259,7 +262,11 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 	if (al_call_is_agent(c)) {
 		char *what = call_name(c);
 
+		/* then what remains of a wait for a reset that a kill or an interrupt cut short */
 		if ((rc = al_budget_cost_check(ex, c->node, what)) == 0)
+			rc = stopped_waiting(call, al_rate_limit_resume(ex, what, call->wait_path,
+									c->deadline_ms));
+		if (rc == 0)
 			rc = stopped_waiting(call, al_budget_acquire(ex, what, c->deadline_ms,
 								     &call->started));
 		free(what);
@@ -368,6 +375,28 @@ static bool output_stands(const char *path, size_t printed)
 }
 
 /*
+ * The CLI said its provider's limit is near (claude's allowed_warning):
+ * told and recorded, not waited on; the call went through.
+ */
+static void rate_warning(const struct al_call *call)
+{
+	const struct al_call_ctx *c = call->ctx;
+	time_t t = (time_t)call->usage.resets_at;
+	char at[80] = "";
+	struct tm tm;
+
+	if (t && localtime_r(&t, &tm))
+		strftime(at, sizeof(at), ", which resets at %Y-%m-%d %H:%M %Z", &tm);
+	if (call->run)
+		al_run_event(call->run, "rate_limit_warning", "{s:s, s:s, s:s, s:s?, s:I}", "node",
+			     c->node->path, "label", c->label, "role", al_role_names[c->role],
+			     "name", c->name, "reset_at", (json_int_t)call->usage.resets_at);
+	al_progress_note(call->progress, "ailoop: [%s] %s: warning: %s '%s' is close to its "
+			 "provider's rate limit%s", c->label, c->node->path, al_role_names[c->role],
+			 c->agent->path, at);
+}
+
+/*
  * What the call's program printed, read (usage.h), and what it cost: the
  * CLI's figure, else an estimate at the model's price, else unknown; an
  * "agent_usage" event, and the sum for the next commit's [cost] line.
@@ -417,6 +446,8 @@ static void count_usage(struct al_call *call)
 			     (json_int_t)u->tokens.output, "cache_read", (json_int_t)u->tokens.cache_read,
 			     "cache_write", (json_int_t)u->tokens.cache_write, "reasoning",
 			     (json_int_t)u->tokens.reasoning, "cost_usd", usd, "cost", kind);
+	if (u->rate == AL_RATE_WARNING)
+		rate_warning(call);
 }
 
 /* The key an agent of this role must give in its output's front matter, or NULL. */
@@ -561,6 +592,7 @@ void al_call_release(struct al_call *call)
 	al_proc_result_release(&call->res);
 	free(call->log_path);
 	free(call->prompt_path);
+	free(call->wait_path);
 	free(call->slurm_job_file);
 	free(call->format_why);
 	al_usage_release(&call->usage);
@@ -576,9 +608,12 @@ int al_call_retry(struct al_exec *ex, struct al_call *call, int attempt)
 
 	do {
 		char *what = call_name(ctx);
+		int64_t reset_at;
 
+		al_rate_limited(ex->flow, call->stream, &call->res, &reset_at);
 		al_call_finish(call); /* its log, for the record; its failure is not the node's */
-		rc = stopped_waiting(call, al_rate_limit_wait(ex, what, attempt++, ctx->deadline_ms));
+		rc = stopped_waiting(call, al_rate_limit_wait(ex, what, attempt++, reset_at,
+							      call->wait_path, ctx->deadline_ms));
 		free(what);
 		if (rc == AL_EAGENT)
 			return rc;
@@ -590,7 +625,7 @@ int al_call_retry(struct al_exec *ex, struct al_call *call, int attempt)
 		rc = al_proc_run(&call->spec, &call->res);
 		if (rc < 0 && rc != AL_EINTR)
 			return rc;
-	} while (rc == 0 && al_rate_limited(ex->flow, &call->res));
+	} while (rc == 0 && al_rate_limited(ex->flow, call->stream, &call->res, NULL));
 	return al_call_finish(call);
 }
 
@@ -621,7 +656,8 @@ static int run_prepared(struct al_exec *ex, struct al_call *call)
 		rc = al_call_slurm_retry(ex, call);
 	if (rc < 0 && rc != AL_EINTR)
 		return rc;
-	if (rc == 0 && al_call_is_agent(call->ctx) && al_rate_limited(ex->flow, &call->res))
+	if (rc == 0 && al_call_is_agent(call->ctx) &&
+	    al_rate_limited(ex->flow, call->stream, &call->res, NULL))
 		return al_call_retry(ex, call, 0);
 	return al_call_finish(call);
 }

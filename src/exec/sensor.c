@@ -372,7 +372,7 @@ int al_sensors_measure(struct al_exec *ex, const struct al_node *node, const cha
 			if (src < 0 && src != AL_EINTR)
 				frc = src;
 			else if (rc == 0 && al_call_is_agent(&ctx[i]) &&
-			    al_rate_limited(ex->flow, &calls[i].res))
+			    al_rate_limited(ex->flow, calls[i].stream, &calls[i].res, NULL))
 				frc = al_call_retry(ex, &calls[i], 0);
 			else
 				frc = al_call_finish(&calls[i]);

@@ -265,6 +265,7 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 				"max_agent_calls_per_hour", "max_agent_calls", "max_wall_seconds",
 				"max_cost_usd", "max_tokens", "unknown_cost",
 				"rate_limit_pattern", "rate_limit_backoff_seconds",
+				"rate_limit_max_wait_seconds",
 			};
 
 			if (!strcmp(s, "max_agent_calls_per_hour")) {
@@ -285,6 +286,9 @@ static void parse_section(struct loader *l, const struct al_val *k, const struct
 			} else if (!strcmp(s, "rate_limit_backoff_seconds")) {
 				al_check_int(&l->c, val, s, 1, AL_RATE_LIMIT_BACKOFF_MAX,
 					     &f->rate_limit_backoff_seconds);
+			} else if (!strcmp(s, "rate_limit_max_wait_seconds")) {
+				al_check_int(&l->c, val, s, 1, AL_RATE_LIMIT_MAX_WAIT_MAX,
+					     &f->rate_limit_max_wait_seconds);
 			} else if (!strcmp(s, "rate_limit_pattern")) {
 				pcre2_code_free(f->rate_limit_re);
 				f->rate_limit_re = al_check_regex(&l->c, val, s);
@@ -562,6 +566,7 @@ int al_flow_load(struct al_flow **out, const char *file, struct al_diags *d)
 	f->no_progress_limit = AL_DEFAULT_NO_PROGRESS_LIMIT;
 	f->same_error_limit = AL_DEFAULT_SAME_ERROR_LIMIT;
 	f->rate_limit_backoff_seconds = AL_RATE_LIMIT_BACKOFF_DEFAULT;
+	f->rate_limit_max_wait_seconds = AL_RATE_LIMIT_MAX_WAIT_DEFAULT;
 	f->action_agent = AL_DEFAULT_ACTION_AGENT;
 	f->hooks.timeout_seconds = AL_HOOK_TIMEOUT_DEFAULT;
 	f->default_runner = "claude";

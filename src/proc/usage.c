@@ -107,12 +107,18 @@ static void claude_rate(struct al_usage *u, const json_t *ev)
 
 	if (!status)
 		return;
+	/*
+	 * The reset of the notice that counts: a refusal's, else a warning's.
+	 * An "allowed" event comes with every turn, its window's reset of no
+	 * interest, and must not pass for the refusal's.
+	 */
 	if (!strcmp(status, "rejected"))
 		u->rate = AL_RATE_REJECTED;
-	else if (!strcmp(status, "allowed_warning") && u->rate == AL_RATE_NONE)
+	else if (!strcmp(status, "allowed_warning") && u->rate != AL_RATE_REJECTED)
 		u->rate = AL_RATE_WARNING;
-	if (resets)
-		u->resets_at = resets > 100000000000LL ? resets / 1000 : resets; /* ms or s */
+	else
+		return;
+	u->resets_at = resets > 100000000000LL ? resets / 1000 : resets; /* ms or s; 0 unknown */
 }
 
 static void claude_event(struct al_usage *u, const json_t *ev)

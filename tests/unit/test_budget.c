@@ -19,7 +19,7 @@ static bool limited_by(const struct al_flow *f, const char *text, int exit_code)
 
 	r.exit_code = exit_code;
 	al_strbuf_adds(&r.log, text);
-	hit = al_rate_limited(f, &r);
+	hit = al_rate_limited(f, AL_STREAM_TEXT, &r, NULL);
 	al_proc_result_release(&r);
 	return hit;
 }
@@ -39,6 +39,8 @@ Test(budget, default_rate_limit_pattern)
 	cr_assert(limited_by(&f, "Claude AI usage limit reached|1700000000", 1));
 	cr_assert(limited_by(&f, "overloaded_error: Overloaded", 1));
 	cr_assert(limited_by(&f, "RATE-LIMIT exceeded", 1));
+	cr_assert(limited_by(&f, "You've hit your limit · resets 3pm (Europe/Paris)", 1));
+	cr_assert(limited_by(&f, "You've hit your session limit · resets 8:30pm (Asia/Tokyo)", 1));
 	cr_assert_not(limited_by(&f, "Error: 429 rate limit", 0), "an agent that succeeded");
 	cr_assert_not(limited_by(&f, "tests failed: 4290 assertions", 1), "429 as a word only");
 	cr_assert_not(limited_by(&f, "segmentation fault", 139));
@@ -55,7 +57,7 @@ Test(budget, a_timeout_is_no_rate_limit)
 	r.exit_code = 143;
 	r.timed_out = true;
 	al_strbuf_adds(&r.log, "429");
-	cr_assert_not(al_rate_limited(&f, &r));
+	cr_assert_not(al_rate_limited(&f, AL_STREAM_TEXT, &r, NULL));
 	al_proc_result_release(&r);
 	pcre2_code_free(f.rate_limit_re);
 }

@@ -39,10 +39,12 @@
  * `ailoop resume` after raising the limit in flow.yaml runs it.
  *
  * An agent that fails (non-zero exit) with output that matches
- * rate_limit_pattern is run again after a back-off of
- * rate_limit_backoff_seconds, doubling with each attempt, at most
- * AL_RATE_LIMIT_BACKOFF_MAX; its failure is not the node's. Each attempt is
- * an agent call.
+ * rate_limit_pattern (or a claude stream that says the limit refused it)
+ * is run again after a back-off of rate_limit_backoff_seconds, doubling
+ * with each attempt, at most AL_RATE_LIMIT_BACKOFF_MAX; or, when the CLI
+ * says when its limit resets, at that time and a margin, at most
+ * rate_limit_max_wait_seconds away. Its failure is not the node's. Each
+ * attempt is an agent call.
  */
 #define AL_BUDGET_FILE AL_RUN_AGENTS_DIR "/agent-calls"
 /* (the limits' defaults and bounds: model/flow.h) */
@@ -92,15 +94,39 @@ void al_budget_cost_record(struct al_run *run, const char *node_path, double usd
  */
 int al_budget_cost_check(struct al_exec *ex, const struct al_node *node, const char *what);
 
-/* Whether an agent's failure `r` is a rate limit (by the flow's pattern). */
-bool al_rate_limited(const struct al_flow *flow, const struct al_proc_result *r);
+/*
+ * Whether an agent's failure `r` is a rate limit: its output (stdout and
+ * stderr) matches the flow's pattern, or, printed in claude's `stream`,
+ * says the request was rejected for it (rate_limit_event). *reset_at (if
+ * not NULL) is then when the limit resets, as the stream or the message
+ * says (proc/ratelimit.h), or 0 if neither says.
+ */
+bool al_rate_limited(const struct al_flow *flow, enum al_stream stream,
+		     const struct al_proc_result *r, int64_t *reset_at);
+
+/* How long after a provider's reset a call tries again: its clock may be ahead of ours. */
+#define AL_RATE_LIMIT_RESET_MARGIN 30
 
 /*
- * Waits the back-off of the `attempt`-th (0-based) retry of a rate-limited
- * agent, no longer than the run's time budget lasts; AL_EINTR if
- * interrupted, AL_ETIMEOUT if the node's deadline `deadline_ms` came first.
+ * Waits before the `attempt`-th (0-based) retry of a rate-limited agent:
+ * until `reset_at` and the margin (a reset past: the margin alone), at
+ * most limits.rate_limit_max_wait_seconds; with no reset known
+ * (`reset_at` 0), the back-off, doubling. A wait for a reset is recorded
+ * in the file `record` (if not NULL) until it has been waited, for
+ * al_rate_limit_resume. No longer than the run's time budget lasts;
+ * AL_EINTR if interrupted, AL_ETIMEOUT if the node's deadline
+ * `deadline_ms` came first.
  */
-int al_rate_limit_wait(struct al_exec *ex, const char *what, int attempt, int64_t deadline_ms);
+int al_rate_limit_wait(struct al_exec *ex, const char *what, int attempt, int64_t reset_at,
+		       const char *record, int64_t deadline_ms);
+/*
+ * Before a call starts: waits what remains of a wait for a reset that
+ * `record` holds (a run killed or interrupted while it waited), at most
+ * limits.rate_limit_max_wait_seconds from now; 0 at once if there is none,
+ * or it is past. As al_rate_limit_wait returns.
+ */
+int al_rate_limit_resume(struct al_exec *ex, const char *what, const char *record,
+			 int64_t deadline_ms);
 
 /* What a run has used, for `ailoop status`. */
 struct al_budget_use {

@@ -66,6 +66,7 @@ struct al_call {
 	char *resumed;            /* the session it continues, or NULL: a new one */
 	bool session_lost;        /* the CLI could not find that session (al_call_refresh) */
 	int64_t started;          /* its start in logs/agent-calls; 0: not an agent call */
+	char *wait_path;          /* the record of its wait for a rate limit's reset */
 };
 
 /*

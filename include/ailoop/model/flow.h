@@ -204,6 +204,7 @@ struct al_flow {
 	int max_agent_calls_per_hour;
 	pcre2_code *rate_limit_re; /* an agent's failure that is a rate limit */
 	int rate_limit_backoff_seconds;
+	int rate_limit_max_wait_seconds; /* the longest wait for a provider's reset */
 	/* al_flow_sha256_except_limits(), once asked for ("" until then) */
 	char sha256_except_limits[65];
 
@@ -239,8 +240,12 @@ struct al_flow {
  */
 #define AL_RATE_LIMIT_BACKOFF_DEFAULT 60
 #define AL_RATE_LIMIT_BACKOFF_MAX 900
+/* rate_limit_max_wait_seconds: its default, and at most a week */
+#define AL_RATE_LIMIT_MAX_WAIT_DEFAULT (6 * 3600)
+#define AL_RATE_LIMIT_MAX_WAIT_MAX (7 * 24 * 3600)
 #define AL_RATE_LIMIT_PATTERN \
-	"(?i)rate[ _-]?limit|usage[ _-]?limit|\\b429\\b|overloaded|too many requests"
+	"(?i)rate[ _-]?limit|usage[ _-]?limit|hit your (?:\\w+ )?limit|\\b429\\b|overloaded|" \
+	"too many requests"
 
 /* The default rate_limit_pattern, compiled. */
 pcre2_code *al_rate_limit_default(void);
