@@ -148,15 +148,19 @@ expect_in "$err" \
 expect_eq "$(events | jq -c 'select(.event == "rate_limit_warning") | [.label, .role, .reset_at]' | head -1)" \
 	'["1","actuator",1800003600]' "and recorded"
 
-# --- a record of the wait that does not read (an agent's) is no wait ----------------------
+# --- Ctrl-C ends a wait; a record of it that does not read (an agent's) is no wait -------
 echo $T0 >"$AILOOP_TEST_CLOCK"
 limited_repo scribbled 1 "You've hit your limit · resets 10am (UTC)"
 : >"$TEST_TMP/err"
 "$AILOOP" run "fix all" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
 pid=$!
 waiting "$TEST_TMP/err" "retrying in 2:00:30" && pass || fail "the limited call waits"
-{ kill -9 $pid && wait $pid; } 2>/dev/null
+kill -INT $pid
+wait $pid && rc=0 || rc=$?
+out=$(cat "$TEST_TMP/out") err=$(cat "$TEST_TMP/err")
+expect_rc 3 "Ctrl-C ends the wait: the run is paused"
 record=$(find .ai-loop/runs -name '*.rate-limit')
+expect_eq "$(cat "$record")" "$((T0 + 7230)) $((T0 + 7200))" "the wait stays recorded for the resume"
 echo soon >"$record"
 run "$AILOOP" resume
 expect_rc 0 "the resumed run does not wait"
