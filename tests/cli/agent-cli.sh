@@ -87,10 +87,12 @@ api_inside() {
 	return "$rc"
 }
 
-# nested_flow RUNNER: in $R, the flow `ailoop setup --template nested`
-# writes for RUNNER (its agents and their models as they are), its outer
-# test-command sensor replaced by the reviewer agent: every sensor,
-# controller and actuator is then the CLI. The task: greeting.txt.
+# nested_flow RUNNER [SESSION]: in $R, the flow `ailoop setup --template
+# nested` writes for RUNNER (its agents and their models as they are), its
+# outer test-command sensor replaced by the reviewer agent: every sensor,
+# controller and actuator is then the CLI. The actuator's session: is
+# SESSION, default continue (actuator_continues checks it). The task:
+# greeting.txt.
 nested_flow() {
 	(cd "$R" && "$AILOOP" setup --yes --template nested --runner "$1" --max-iterations 4 \
 		--sensor 'greeting=grep -q "hello, world" greeting.txt' >"$TEST_TMP/setup.out" 2>&1) ||
@@ -98,6 +100,9 @@ nested_flow() {
 	sed -i 's#- \.ai-loop/agents/loop-sensor-greeting\.md#- .ai-loop/agents/loop-sensor-review.md#' \
 		"$R/.ai-loop/flow.yaml"
 	rm "$R/.ai-loop/agents/loop-sensor-greeting.md"
+	sed -i "s/^name: loop-actuator\$/&\\nsession: ${2:-continue}/" "$R/.ai-loop/agents/loop-actuator.md"
+	grep -qx "session: ${2:-continue}" "$R/.ai-loop/agents/loop-actuator.md" ||
+		{ fail "the actuator's session: ${2:-continue}"; finish; }
 	grep -c 'loop-sensor-review.md' "$R/.ai-loop/flow.yaml" | grep -qx 2 ||
 		{ fail "the nested flow has the reviewer at both levels"; finish; }
 	commit_all "$R"
@@ -185,9 +190,11 @@ expect_nested_run() {
 # the API sent for that call's requests (the requests of its node, label,
 # role and name), and its cost of the kind COST-KINDS says (reported,
 # estimated, unknown; one for every call, or a comma-separated list of
-# the kinds its calls had).
+# the kinds its calls had). AS, a jq filter, makes of the sums the API
+# sent what the CLI reports of them, where it counts them its own way
+# (default: as they are).
 expect_usage_per_call() {
-	local kinds=$1 events
+	local kinds=$1 as=${2:-.} events
 	events=$(cat "$R"/.ai-loop/runs/run_*/events.jsonl)
 	expect_eq "$(jq -rs '[.[] | select(.event == "agent_usage") | "\(.label) \(.role)"] | join(", ")' <<<"$events")" \
 		"$(q '[.[] | select(.role != null and .step == 0) | "\(.label) \(.role)"] | join(", ")')" \
@@ -195,13 +202,14 @@ expect_usage_per_call() {
 	expect_eq "$(jq -rs '[.[] | select(.event == "agent_usage") | select(.known != true or (.session | type) != "string" or .session == "")] | length' <<<"$events")" \
 		0 "each call's usage read to its end (known), with the CLI's session id"
 	expect_eq "$(jq -rs '[.[] | select(.event == "agent_usage") | .session] | unique | length' <<<"$events")" \
-		"$(q '[.[] | select(.role != null and .step == 0)] | length')" "a session of its own for each call"
-	expect_eq "$(jq -rs --slurpfile api "$api_log" '
+		"$(q '[.[] | select(.role != null and .step == 0 and ((.continued // []) | length) == 0)] | length')" \
+		"a session of its own for each call, but those that continue an earlier call's"
+	expect_eq "$(jq -rs --slurpfile api "$api_log" "def reported: $as;"'
 		def key: "\(.node) \(.label) \(.role) \(.name)";
 		def total: reduce .[] as $u ({input: 0, output: 0, cache_read: 0, cache_write: 0, reasoning: 0};
 					     with_entries(.value += $u[.key]));
 		($api | map(select(.role != null)) | group_by(key)
-		 | map({key: (.[0] | key), value: (map(.usage) | total)}) | from_entries) as $sent
+		 | map({key: (.[0] | key), value: (map(.usage) | total | reported)}) | from_entries) as $sent
 		| [.[] | select(.event == "agent_usage") | {input, output, cache_read, cache_write, reasoning} as $got
 		   | key as $k | select($got != $sent[$k])
 		   | "\($k): got \($got | tojson), the API sent \($sent[$k] | tojson)"]
@@ -209,4 +217,28 @@ expect_usage_per_call() {
 		"calls whose tokens are not the sums of the usage the API sent to their requests"
 	expect_eq "$(jq -rs '[.[] | select(.event == "agent_usage") | .cost] | unique | join(",")' <<<"$events")" \
 		"$kinds" "each call's cost is $kinds"
+}
+
+# actuator_continues NODE: the flow's actuator (session: continue) in NODE
+# continued its session at its second call, and no other call continued
+# one: the scripted API found, before 1.2's prompt, 1.1's prompt and every
+# reply it gave the model then, as they were; both calls had one session,
+# the one the node's state keeps.
+actuator_continues() {
+	local node=$1 events failed_before=$failures
+	expect_eq "$(q '[.[] | select(.role != null and .step == 0 and ((.continued // []) | length) > 0)
+		| "\(.label) \(.role): " + (.continued | map("\(.label) \(.role) prompt \(.prompt_resent) replies \(.replies_resent)")
+		| join("; "))] | join(", ")')" "1.2 actuator: 1.1 actuator prompt true replies true" \
+		"session: continue: the actuator's second call sent its first call's prompt and the model's replies again, and no other call sent an earlier one"
+	[ "$failures" = "$failed_before" ] ||
+		q '.[] | select(.step == 0) | .continued[]? | select(.replies_resent != true or .prompt_resent != true)' >&2
+	expect_eq "$(q '[.[] | select(.label == "1.2" and .role == "actuator" and .step == 0) | .continued[0].replies] | join(" ")')" \
+		"$(q '[.[] | select(.label == "1.1" and .role == "actuator") | .reply | length] | add')" \
+		"the replies sent again are all the model gave the first call (in order, among turns of the CLI's own)"
+	events=$(cat "$R"/.ai-loop/runs/run_*/events.jsonl)
+	expect_eq "$(jq -rs '[.[] | select(.event == "agent_usage" and .role == "actuator") | .session] | unique | length' <<<"$events")" \
+		1 "both of the actuator's calls were in one session"
+	expect_eq "$(sed -n '/^sessions:/,/^[^ ]/s/^  actuator: //p' "$R"/.ai-loop/runs/run_*/nodes/"$node"/orchestrator-output.md)" \
+		"$(jq -rs '[.[] | select(.event == "agent_usage" and .role == "actuator") | .session][0]' <<<"$events")" \
+		"the node's state keeps the actuator's session"
 }

@@ -46,7 +46,7 @@ plugins = false
 TOML
 }
 
-nested_flow codex
+nested_flow codex fresh
 cd "$R"
 run "$AILOOP" validate
 expect_in "$err" "runner 'codex' has no way to enforce 'tools'" \

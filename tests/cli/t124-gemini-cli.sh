@@ -50,6 +50,7 @@ echo "$(basename "$0"): the run took $((SECONDS - start)) s"
 [ -s "$api_log" ] && pass || { fail "gemini sent its requests to the scripted API"; finish; }
 expect_nested_run gemini
 expect_usage_per_call estimated
+actuator_continues delivery/implement
 
 # the templates' models, the converge one once every sensor passes
 expect_eq "$(q '[.[] | select(.decision) | "\(.label) \(.model)"] | join(", ")')" \

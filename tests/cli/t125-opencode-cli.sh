@@ -65,6 +65,7 @@ echo "$(basename "$0"): the run took $((SECONDS - start)) s"
 [ -s "$api_log" ] && pass || { fail "opencode sent its requests to the scripted API"; finish; }
 expect_nested_run opencode
 expect_usage_per_call reported
+actuator_continues delivery/implement
 
 # the prompt arrives whole as the user's own message, not as a file's
 # numbered lines: ailoop's footer is there as ailoop wrote it

@@ -6,7 +6,10 @@
 # tools as a model follows the prompt: every agent offered the Write tool
 # writes its output file with it, at every iteration and in the child loop
 # too (Claude Code's Write refuses a file that exists and was not read in
-# the session: ailoop removes an output before its agent runs). The CLI (@anthropic-ai/claude-code, pinned) is installed once from
+# the session: ailoop removes an output before its agent runs). The
+# actuator (session: continue) resumes its session at its second call, and
+# the API finds the first call's prompt and its own replies sent again.
+# The CLI (@anthropic-ai/claude-code, pinned) is installed once from
 # npm into a cache outside the checkout; without npm the test is skipped
 # (exit 77, which ctest reports as skipped).
 real_home=$HOME # lib.sh gives the test a HOME of its own
@@ -114,6 +117,7 @@ model: sonnet" "$controller_body"
 agent fixer.md "name: fixer
 tools: Read, Write, Edit, Bash
 disallowedTools: WebFetch, WebSearch
+session: continue
 model: sonnet" 'Carry out this plan, editing files as needed:
 
 {task}
@@ -216,6 +220,9 @@ expect_eq "$(q '[.[] | select(.output_existed == false)] | length')" 11 "checked
 # --- usage and cost, as the CLI reported them --------------------------------
 expect_usage_per_call reported
 expect_in "$(git log --format=%B -1 --grep='^\[iteration\] 1.1$')" "[cost] \$0." "the iteration's commit says what it cost"
+
+# --- the actuator's session, continued (session: continue) ----------------------
+actuator_continues outer/inner
 
 # --- every agent was a real claude -p process ------------------------------
 expect_eq "$(q '[.[] | select(.role != null and .step == 0) | "\(.label) \(.role)\(if .name then " " + .name else "" end)"] | join(", ")')" \
