@@ -397,6 +397,35 @@ static void rate_warning(const struct al_call *call)
 }
 
 /*
+ * codex's usage is what its session has counted so far: in a session it
+ * resumed, the earlier calls' too. The call's own is what it adds to the
+ * count after the session's last call, kept in the node's state
+ * (`session-totals:`); the count after this call is kept once the call
+ * is done (call->session_totals).
+ */
+static void codex_session_share(struct al_call *call)
+{
+	struct al_tokens *t = &call->usage.tokens;
+	const char *kept = NULL;
+	long long before[5] = { 0 };
+	long long *now[5] = { &t->input, &t->output, &t->cache_read, &t->cache_write, &t->reasoning };
+
+	if (!call->session_key || !call->ctx->sessions || !call->usage.known)
+		return;
+	free(call->session_totals);
+	call->session_totals = al_xprintf("%lld %lld %lld %lld %lld", t->input, t->output,
+					  t->cache_read, t->cache_write, t->reasoning);
+	if (call->resumed)
+		kept = al_node_state_session_totals(call->ctx->sessions, call->session_key);
+	/* an unreadable count is none: the session's whole count is the call's */
+	if (!kept || sscanf(kept, "%lld %lld %lld %lld %lld", &before[0], &before[1], &before[2],
+			    &before[3], &before[4]) != 5)
+		return;
+	for (int i = 0; i < 5; i++)
+		*now[i] = *now[i] > before[i] ? *now[i] - before[i] : 0;
+}
+
+/*
  * What the call's program printed, read (usage.h), and what it cost: the
  * CLI's figure, else an estimate at the model's price, else unknown; an
  * "agent_usage" event, and the sum for the next commit's [cost] line.
@@ -412,6 +441,8 @@ static void count_usage(struct al_call *call)
 	al_usage_read(u, call->stream, call->res.out.buf, call->res.out.len);
 	if (call->stream == AL_STREAM_TEXT)
 		return; /* a script or a CLI that prints text: nothing to count */
+	if (call->stream == AL_STREAM_CODEX)
+		codex_session_share(call);
 	if (!u->model && call->model) /* codex names none: the one asked for */
 		u->model = al_strdup(call->model);
 	if (u->cost_reported) {
@@ -550,8 +581,12 @@ int al_call_finish(struct al_call *call)
 			      "does not find it (log: %s)", who, c->agent->path, call->resumed,
 			      call->log_path);
 	}
-	if (call->session_key && call->usage.session)
+	if (call->session_key && call->usage.session) {
 		al_node_state_set_session(c->sessions, call->session_key, call->usage.session);
+		if (call->session_totals)
+			al_node_state_set_session_totals(c->sessions, call->session_key,
+							 call->session_totals);
+	}
 	if (al_dir_exists(c->output))
 		return al_err(AL_EAGENT, "%s '%s' left a directory at its output path '%s' "
 			      "(log: %s)", who, c->agent->path, c->output, call->log_path);
@@ -598,6 +633,7 @@ void al_call_release(struct al_call *call)
 	al_usage_release(&call->usage);
 	free(call->session_key);
 	free(call->resumed);
+	free(call->session_totals);
 	memset(call, 0, sizeof(*call));
 }
 

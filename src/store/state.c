@@ -100,8 +100,12 @@ static void breaker_write(struct al_fm *fm, const struct al_breaker *b)
 	al_fm_end_map(fm);
 }
 
-/* `sessions:`, who -> session id; an entry that is not a string is none. */
-static void sessions_from(struct al_node_state *st, const struct al_val *map)
+/*
+ * `sessions:`, who -> session id, and `session-totals:`, who -> what the
+ * CLI counted in it so far; an entry that is not a string is none, and
+ * totals without their session are none.
+ */
+static void sessions_from(struct al_node_state *st, const struct al_val *map, const struct al_val *totals)
 {
 	for (size_t i = 0; map && map->kind == AL_VAL_MAP && i < map->n; i++) {
 		const struct al_val *v = AL_VAL_VALUE(map, i);
@@ -109,15 +113,32 @@ static void sessions_from(struct al_node_state *st, const struct al_val *map)
 		if (v->kind == AL_VAL_SCALAR && !al_val_is_null(v) && *v->str)
 			al_node_state_set_session(st, AL_VAL_KEY(map, i)->str, v->str);
 	}
+	for (size_t i = 0; totals && totals->kind == AL_VAL_MAP && i < totals->n; i++) {
+		const struct al_val *v = AL_VAL_VALUE(totals, i);
+
+		if (v->kind == AL_VAL_SCALAR && !al_val_is_null(v) && *v->str)
+			al_node_state_set_session_totals(st, AL_VAL_KEY(totals, i)->str, v->str);
+	}
 }
 
 static void sessions_write(struct al_fm *fm, const struct al_node_state *st)
 {
+	bool totals = false;
+
 	if (!st->nsessions)
 		return;
 	al_fm_begin_map(fm, "sessions");
-	for (size_t i = 0; i < st->nsessions; i++)
+	for (size_t i = 0; i < st->nsessions; i++) {
 		al_fm_str(fm, st->sessions[i].who, st->sessions[i].id);
+		totals |= st->sessions[i].totals != NULL;
+	}
+	al_fm_end_map(fm);
+	if (!totals)
+		return;
+	al_fm_begin_map(fm, "session-totals");
+	for (size_t i = 0; i < st->nsessions; i++)
+		if (st->sessions[i].totals)
+			al_fm_str(fm, st->sessions[i].who, st->sessions[i].totals);
 	al_fm_end_map(fm);
 }
 
@@ -126,6 +147,7 @@ static void sessions_release(struct al_node_state *st)
 	for (size_t i = 0; i < st->nsessions; i++) {
 		free(st->sessions[i].who);
 		free(st->sessions[i].id);
+		free(st->sessions[i].totals);
 	}
 	free(st->sessions);
 	st->sessions = NULL;
@@ -149,6 +171,7 @@ void al_node_state_set_session(struct al_node_state *st, const char *who, const 
 	if (i < st->nsessions && !id) {
 		free(st->sessions[i].who);
 		free(st->sessions[i].id);
+		free(st->sessions[i].totals);
 		st->sessions[i] = st->sessions[--st->nsessions];
 		return;
 	}
@@ -158,10 +181,34 @@ void al_node_state_set_session(struct al_node_state *st, const char *who, const 
 		st->sessions = al_realloc(st->sessions, (i + 1) * sizeof(*st->sessions));
 		st->sessions[i].who = al_strdup(who);
 		st->sessions[i].id = NULL;
+		st->sessions[i].totals = NULL;
 		st->nsessions++;
+	}
+	if (st->sessions[i].id && strcmp(st->sessions[i].id, id)) {
+		/* another session: what the CLI counted was the last one's */
+		free(st->sessions[i].totals);
+		st->sessions[i].totals = NULL;
 	}
 	free(st->sessions[i].id);
 	st->sessions[i].id = al_strdup(id);
+}
+
+const char *al_node_state_session_totals(const struct al_node_state *st, const char *who)
+{
+	for (size_t i = 0; i < st->nsessions; i++)
+		if (!strcmp(st->sessions[i].who, who))
+			return st->sessions[i].totals;
+	return NULL;
+}
+
+void al_node_state_set_session_totals(struct al_node_state *st, const char *who, const char *totals)
+{
+	for (size_t i = 0; i < st->nsessions; i++)
+		if (!strcmp(st->sessions[i].who, who)) {
+			free(st->sessions[i].totals);
+			st->sessions[i].totals = totals ? al_strdup(totals) : NULL;
+			return;
+		}
 }
 
 void al_node_state_move_sessions(struct al_node_state *to, struct al_node_state *from)
@@ -199,7 +246,7 @@ static int node_state_from(struct al_node_state *st, struct al_md *md, const cha
 	st->done = dup_or_null(al_md_str(md, "children-done"));
 	st->gate_note = dup_or_null(al_md_str(md, "exit-gate-refused"));
 	breaker_from(&st->breaker, al_md_get(md, "breaker"));
-	sessions_from(st, al_md_get(md, "sessions"));
+	sessions_from(st, al_md_get(md, "sessions"), al_md_get(md, "session-totals"));
 	phase = al_md_str(md, "phase");
 	for (st->phase = 0; phase && st->phase < AL_PHASE_COUNT; st->phase++)
 		if (!strcmp(phase, al_phase_names[st->phase]))

@@ -5,8 +5,11 @@
 # codex preset with the templates' models, against a scripted Responses API
 # on 127.0.0.1 (tests/fixtures/model-api/openai-responses.js) that acts
 # through codex's own tools (exec_command, apply_patch) as a model follows
-# the prompt. Codex (@openai/codex, pinned) is installed once from npm into
-# a cache outside the checkout; without npm the test is skipped (exit 77).
+# the prompt. The actuator continues its session (codex exec resume): its
+# second call sent the first one's turns again, and costs what its own
+# requests add, where codex's usage counts the first call's too. Codex
+# (@openai/codex, pinned) is installed once from npm into a cache outside
+# the checkout; without npm the test is skipped (exit 77).
 real_home=$HOME # lib.sh gives the test a HOME of its own
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent-cli.sh"
@@ -46,7 +49,7 @@ plugins = false
 TOML
 }
 
-nested_flow codex fresh
+nested_flow codex
 cd "$R"
 run "$AILOOP" validate
 expect_in "$err" "runner 'codex' has no way to enforce 'tools'" \
@@ -60,6 +63,14 @@ echo "$(basename "$0"): the run took $((SECONDS - start)) s"
 [ -s "$api_log" ] && pass || { fail "codex sent its requests to the scripted API"; finish; }
 expect_nested_run codex
 expect_usage_per_call estimated
+actuator_continues delivery/implement
+# codex counts a resumed session's earlier requests in its usage: the
+# actuator's second call is what its own requests add (expect_usage_per_call
+# above), the count so far is kept with the session
+expect_eq "$(sed -n "/^session-totals:/,/^[^ ]/s/^  actuator: '\(.*\)'\$/\1/p" \
+	.ai-loop/runs/run_*/nodes/delivery/implement/orchestrator-output.md)" \
+	"$(q '[.[] | select(.role == "actuator") | .usage] | "\(map(.input) | add) \(map(.output) | add) \(map(.cache_read) | add) \(map(.cache_write) | add) \(map(.reasoning) | add)"')" \
+	"the node's state keeps what codex counted in the actuator's session: its two calls' requests"
 
 # the templates' models are ones this codex knows: it offers apply_patch
 # only to a model it has metadata for
@@ -70,7 +81,7 @@ expect_eq "$(q '[.[] | select(.role != null) | (.tools | index("apply_patch") !=
 
 # the CLI ran in the test's HOME: nothing of it in the real one
 [ -f "$CODEX_HOME/config.toml" ] && pass || fail "codex kept its configuration in the test's HOME"
-expect_eq "$(find "$CODEX_HOME" -path '*sessions*' -type f | wc -l)" 0 \
-	"--ephemeral: codex saved no session"
+expect_eq "$(find "$CODEX_HOME" -path '*sessions*' -type f | wc -l)" 1 \
+	"--ephemeral: codex saved no session but the actuator's (session: continue)"
 
 finish

@@ -134,6 +134,38 @@ Test(state, node_state_keeps_the_phase_whose_agent_failed)
 	al_node_state_release(&out);
 }
 
+Test(state, node_state_keeps_what_a_session_counted_with_the_session)
+{
+	struct al_node_state in = sample_node(), out;
+
+	al_node_state_set_session(&in, "actuator", "s1");
+	al_node_state_set_session(&in, "controller", "s2");
+	al_node_state_set_session_totals(&in, "actuator", "10 2 3 0 1");
+	al_node_state_set_session_totals(&in, "sensor-x", "1 1 1 1 1"); /* no session: none */
+	cr_assert_null(al_node_state_session_totals(&in, "sensor-x"));
+	cr_assert_eq(al_node_state_write(&in, "orchestrator-output.md", task), 0, "%s", al_errmsg());
+	cr_assert_eq(al_node_state_read(&out, "orchestrator-output.md"), 0, "%s", al_errmsg());
+	cr_assert_str_eq(al_node_state_session(&out, "actuator"), "s1");
+	cr_assert_str_eq(al_node_state_session_totals(&out, "actuator"), "10 2 3 0 1");
+	cr_assert_null(al_node_state_session_totals(&out, "controller"));
+	/* the same session goes on with its count; another starts without one */
+	al_node_state_set_session(&out, "actuator", "s1");
+	cr_assert_str_eq(al_node_state_session_totals(&out, "actuator"), "10 2 3 0 1");
+	al_node_state_set_session(&out, "actuator", "s3");
+	cr_assert_null(al_node_state_session_totals(&out, "actuator"));
+	al_node_state_release(&out);
+	/* the controller's session alone: no session-totals: map */
+	al_node_state_set_session(&in, "actuator", NULL);
+	cr_assert_eq(al_node_state_write(&in, "orchestrator-output.md", task), 0);
+	cr_assert_null(strstr(file_text("orchestrator-output.md"), "session-totals"));
+	{
+		struct al_node_state spare = { 0 }; /* in's strings are not its own */
+
+		al_node_state_move_sessions(&spare, &in);
+		al_node_state_release(&spare);
+	}
+}
+
 Test(state, node_state_every_phase_and_the_defaults)
 {
 	for (int ph = 0; ph < 4; ph++) {

@@ -47,8 +47,10 @@ void al_breaker_release(struct al_breaker *b);
 
 /* An agent's CLI session, continued by its next call (`session: continue`). */
 struct al_session {
-	char *who; /* "controller", "actuator", "action", "sensor-<name>" */
-	char *id;  /* the CLI's session id */
+	char *who;    /* "controller", "actuator", "action", "sensor-<name>" */
+	char *id;     /* the CLI's session id */
+	char *totals; /* what a CLI that counts the whole session (codex) counted
+			 in it so far, "INPUT OUTPUT CACHE-READ CACHE-WRITE REASONING"; or NULL */
 };
 
 struct al_node_state {
@@ -105,6 +107,10 @@ bool al_node_state_final(const struct al_node_state *st);
 const char *al_node_state_session(const struct al_node_state *st, const char *who);
 /* Keeps `id` as the session `who` continues; NULL forgets it. */
 void al_node_state_set_session(struct al_node_state *st, const char *who, const char *id);
+/* What the CLI counted in the session `who` continues so far, or NULL. */
+const char *al_node_state_session_totals(const struct al_node_state *st, const char *who);
+/* Keeps `totals` for the session `who` continues (which must be kept). */
+void al_node_state_set_session_totals(struct al_node_state *st, const char *who, const char *totals);
 /* Moves the sessions of `from` into `to` (whose own are let go). */
 void al_node_state_move_sessions(struct al_node_state *to, struct al_node_state *from);
 
