@@ -116,7 +116,7 @@ static void print_arg(const char *a)
 	putchar('\'');
 }
 
-/* The command line an agent runs as (a runner's, with its prompt as <prompt>). */
+/* The command line an agent runs as at its first call (a runner's, its prompt as <prompt>). */
 static char **agent_argv(const struct al_flow *flow, const char *role, const struct al_agent *a)
 {
 	const struct al_runner *r;
@@ -142,6 +142,9 @@ static char **agent_argv(const struct al_flow *flow, const char *role, const str
 	vars.commands = strcmp(role, "controller") != 0;
 	vars.prompt = "<prompt>";
 	vars.prompt_file = "<prompt-file>";
+	/* an agent that continues its session: its first call's, which keeps it
+	 * (a later one resumes it: --resume ID) */
+	vars.session_keep = a->session_continue;
 	argv = al_runner_argv(r, &vars);
 	if (r->prompt == AL_PROMPT_STDIN) { /* shown as a redirection */
 		while (argv[n])
