@@ -31,7 +31,8 @@ for k in $(keys "$src/flow.c" top_keys) $(keys "$src/flow.c" default_keys) \
 	$(keys "$src/flow_fields.c" conditional_keys) $(keys "$src/flow_fields.c" action_keys) \
 	$(keys "$src/flow_fields.c" transaction_keys) \
 	$(sed -n '/"timeout_seconds", "max_cost_usd", "max_tokens",/,/};/p' "$src/flow_fields.c" | grep -o '"[a-z_]*"' | tr -d '"') \
-	$(keys "$src/executor.c" keys); do
+	$(keys "$src/executor.c" keys) $(keys "$src/flow_episodes.c" keys) \
+	$(keys "$src/flow_hooks.c" keys); do
 	expect_in "$flow_doc" "\`$k" "docs/flow-reference.md describes the flow key '$k'"
 	n=$((n + 1))
 done
