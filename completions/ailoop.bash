@@ -172,7 +172,7 @@ _ailoop()
 		mapfile -t COMPREPLY < <(compgen -W "1 2 3" -- "$cur")
 		return 0
 		;;
-	--sensor | --max-iterations)
+	--sensor | --max-iterations | --older-than)
 		return 0
 		;;
 	esac

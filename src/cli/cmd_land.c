@@ -78,7 +78,7 @@ static char *land_message(struct al_git *git, const struct al_run_view *v, const
 		al_strbuf_addf(&sb, "\nSensors before: %s\nSensors after:  %s\n",
 			       before ? before : "-", after ? after : "-");
 	al_strbuf_rtrim(&sb);
-	al_strbuf_addch(&sb, '\n');
+	al_strbuf_addf(&sb, "\n\n" AL_LAND_TRAILER "%s\n", st->run_id); /* for 'ailoop clean' */
 	free(before);
 	free(after);
 	return al_strbuf_detach(&sb, NULL);
@@ -115,7 +115,7 @@ static int land(struct al_git *git, const struct al_run_view *v, bool merge)
 	const struct al_run_state *st = &v->st;
 	char *rev = al_xprintf("refs/heads/%s", st->branch), *message = NULL, *conflict = NULL;
 	struct al_git_land_opts o = { st->base_branch, st->branch, AL_RUNS_DIR, NULL,
-				      st->run_id, merge };
+				      st->run_id, merge, false };
 	char oid[AL_OID_HEX];
 	int rc, code = 0;
 

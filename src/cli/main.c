@@ -199,6 +199,33 @@ const struct al_command al_commands[] = {
 	  "output cannot be read (the message says which); 3 interrupted; 64 usage error\n"
 	  "(no node uses FILE); 65 invalid flow or agent file; 69 its runner is not\n"
 	  "installed.\n" },
+	{ "runs", cmd_runs, "[--json]",
+	  "list every run of the repository, whether or not its branch is checked out",
+	  "One line a run, oldest first: its id, status, the root node's iterations, the\n"
+	  "agent calls it made, when it started, its branch and its task. A run whose\n"
+	  "branch exists is read from that branch's last commit; another (--no-branch,\n"
+	  "or its branch gone) from the work tree. The agent calls come from the run's\n"
+	  "logs, which stay in the work tree (- when they are not here).\n\n"
+	  "options:\n"
+	  "  --json    an array of objects: run_id, task, status, branch, base_branch,\n"
+	  "            started_at, updated_at, iterations, agent_calls, read_from (the\n"
+	  "            branch, or null: the work tree)\n\n"
+	  "exit status: 0 listed (also none); 64 usage error; 66 not a git repository;\n"
+	  "70 the runs cannot be read.\n" },
+	{ "clean", cmd_clean, "[--older-than DAYS] [--dry-run] [--force]",
+	  "remove finished runs: their branches, worktrees and run directories",
+	  "Removes each finished run that has landed (its base branch has its change:\n"
+	  "'ailoop land', or a merge): its branch, its parallel children's branches\n"
+	  "(those set aside too) and worktrees, and its directory in the work tree. A\n"
+	  "run that is running, paused or blocked, or whose change is not on its base\n"
+	  "branch, is kept and named, unless --force; so is the run whose branch is\n"
+	  "checked out, always.\n\n"
+	  "options:\n"
+	  "  --older-than DAYS  only runs last updated more than DAYS days ago\n"
+	  "  -n, --dry-run      list what would be removed, remove nothing\n"
+	  "  --force            remove runs not finished or not landed too\n\n"
+	  "exit status: 0 done; 64 usage error; 66 not a git repository; 70 a removal\n"
+	  "failed; 75 another ailoop is at work here.\n" },
 	{ "memory", cmd_memory, "get KEY | set KEY VALUE [--json] | list [--json]",
 	  "read and write the working memory of the run (for agents)",
 	  "Agents share facts through the run's working memory (memory.jsonl in the run's\n"

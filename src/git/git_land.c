@@ -134,7 +134,7 @@ int al_git_land(struct al_git *g, const struct al_git_land_opts *o, char oid[AL_
 	if ((rc = land_read(g, &l, o->onto, o->from)) < 0)
 		goto done;
 	here = git_branch_is_head(l.onto_ref) == 1;
-	if (!here && (elsewhere = al_git_checked_out_elsewhere(g->repo,
+	if (!here && !o->dry_run && (elsewhere = al_git_checked_out_elsewhere(g->repo,
 							       git_reference_name(l.onto_ref)))) {
 		rc = al_err(AL_EUSAGE, "the base branch '%s' is checked out in the worktree '%s': "
 			    "land from there ('cd %s && ailoop land %s')", o->onto, elsewhere,
@@ -160,6 +160,8 @@ int al_git_land(struct al_git *g, const struct al_git_land_opts *o, char oid[AL_
 		rc = 1; /* the base branch has it all already */
 		goto done;
 	}
+	if (o->dry_run)
+		goto done;
 	parents[0] = l.onto;
 	parents[1] = l.from;
 	if (al_git_signature(&author, g->repo, "AUTHOR") < 0 ||
@@ -192,5 +194,24 @@ done:
 	git_signature_free(author);
 	git_signature_free(committer);
 	land_release(&l);
+	return rc;
+}
+
+int al_git_branch_delete(struct al_git *g, const char *name)
+{
+	git_reference *ref = NULL;
+	int rc = 0;
+
+	if (git_branch_lookup(&ref, g->repo, name, GIT_BRANCH_LOCAL) < 0) {
+		git_error_clear();
+		return 0; /* gone already */
+	}
+	if (git_branch_delete(ref) < 0) {
+		char *what = al_xprintf("cannot delete the branch '%s'", name);
+
+		rc = al_git_fail(what);
+		free(what);
+	}
+	git_reference_free(ref);
 	return rc;
 }

@@ -23,6 +23,9 @@ enum al_exit {
 	AL_EXIT_TEMPFAIL = 75,    /* locked by another live ailoop */
 };
 
+/* The line of a commit `ailoop land` made that names the run, as a git trailer. */
+#define AL_LAND_TRAILER "Ailoop-Run: "
+
 struct al_command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
@@ -51,6 +54,8 @@ int cmd_agent(int argc, char **argv);
  * subcommand's name): the episodes ranked for TEXT, with their scores.
  */
 int al_cmd_episodes_search(int argc, char **argv);
+int cmd_runs(int argc, char **argv);
+int cmd_clean(int argc, char **argv);
 
 /*
  * The command main() runs (al_commands, main.c): the one whose usage and

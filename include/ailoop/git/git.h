@@ -296,6 +296,7 @@ struct al_git_land_opts {
 	const char *message;
 	const char *run_id;   /* for the reflog and messages */
 	bool merge;           /* a merge commit of both tips, else one commit on `onto` */
+	bool dry_run;         /* only whether it would land: 0 yes, 1 landed already, a conflict */
 };
 
 /*
@@ -311,5 +312,8 @@ struct al_git_land_opts {
  */
 int al_git_land(struct al_git *g, const struct al_git_land_opts *o, char oid[AL_OID_HEX],
 		char **conflict);
+
+/* Deletes local branch `name` (none: nothing to do); git refuses one checked out. */
+int al_git_branch_delete(struct al_git *g, const char *name);
 
 #endif
