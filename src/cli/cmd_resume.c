@@ -561,13 +561,13 @@ bool al_cli_check_resumable(bool new_run, bool json, int lock_fd, int *code)
 		*code = al_cli_fail(AL_EXIT_TEMPFAIL, "%s: wait for it to end, or stop it", locked);
 		free(locked);
 	} else if (id && !new_run && isatty(0) && isatty(2)) {
-		fprintf(stderr, "ailoop: run %s was interrupted. Resume it (r) or start a new run "
-			"(n)? [r/n] ", id);
+		fprintf(stderr, "ailoop: run %s was interrupted. Resume it (Enter) or start a new "
+			"run (n)? [R/n] ", id);
 		if (!fgets(answer, sizeof(answer), stdin))
 			answer[0] = '\0';
 		if (answer[0] == 'n' || answer[0] == 'N')
 			new_run = true;
-		else if (answer[0] == 'r' || answer[0] == 'R' || answer[0] == '\n') {
+		else if (strchr("rRyY\n", answer[0]) && answer[0]) {
 			al_git_free(git); /* resume opens the repository its way */
 			git = NULL;
 			*code = resume(id, false, json, false, lock_fd);

@@ -21,7 +21,7 @@
 struct run_opts {
 	const char *flow;
 	const char *task_file;
-	bool new_run, no_branch, allow_dirty, dry_run, json, quiet;
+	bool new_run, no_branch, allow_dirty, dry_run, json, quiet, from_here;
 };
 
 /*
@@ -303,6 +303,80 @@ static void print_plan(const struct al_flow *flow, const struct al_node *n, int 
 		print_control(flow, n, depth);
 }
 
+/*
+ * The run whose branch `current` is (its state here names it as its own,
+ * and another branch as its base), or NULL. Caller frees; *base its base
+ * branch (caller frees).
+ */
+static char *run_of_branch(const char *current, char **base)
+{
+	char **ids = NULL, *found = NULL;
+	size_t n = 0;
+
+	*base = NULL;
+	if (!current || al_runs_list(&ids, &n) < 0)
+		n = 0;
+	for (size_t i = 0; i < n && !found; i++) {
+		char *path = al_xprintf("%s/%s/run-state.md", AL_RUNS_DIR, ids[i]);
+		struct al_run_state st;
+
+		if (al_run_state_read(&st, path) == 0) {
+			if (st.branch && st.base_branch && !strcmp(st.branch, current) &&
+			    strcmp(st.base_branch, current)) {
+				found = al_strdup(ids[i]);
+				*base = al_strdup(st.base_branch);
+			}
+			al_run_state_release(&st);
+		}
+		free(path);
+	}
+	al_runs_list_free(ids, n);
+	return found;
+}
+
+/*
+ * A new run from another run's branch starts where that run started, on
+ * its base branch: built on the other run's commits, it would carry its
+ * state files and bookkeeping, and land them with its own. Checks that
+ * branch out (refusing, with both ways on, when a paused run's state is in
+ * the way); --from-here keeps HEAD. Returns 0 or the exit status.
+ */
+static int start_from_base(const struct run_opts *o, struct al_git *git, char **base,
+			   char oid[AL_OID_HEX])
+{
+	char *other, *other_base = NULL, *conflict = NULL;
+	int rc, code = 0;
+
+	if (o->no_branch || o->from_here || !(other = run_of_branch(*base, &other_base)))
+		return 0;
+	if (!al_git_branch_exists(git, other_base))
+		goto done; /* its base branch is gone: nowhere else to start */
+	if (!o->quiet)
+		fprintf(stderr, "ailoop: HEAD is on run %s's branch %s: the new run starts from its base "
+			"branch %s (--from-here starts it from %s)\n", other, *base, other_base,
+			*base);
+	if ((rc = al_git_checkout(git, other_base, &conflict)) < 0) {
+		char *why = conflict ? al_xprintf("'%s' is in the way", conflict)
+				     : al_strdup(al_errmsg());
+
+		code = al_cli_fail(conflict ? AL_EXIT_USAGE : al_cli_exit_code(rc),
+				   "cannot check out %s, run %s's base branch, to start from it: %s; "
+				   "resume run %s first, or start from here with --from-here",
+				   other_base, other, why, other);
+		free(why);
+		goto done;
+	}
+	free(*base);
+	*base = NULL;
+	if ((rc = al_git_head(git, base, oid)) < 0)
+		code = al_cli_fail(AL_EXIT_SOFTWARE, "%s", al_errmsg());
+done:
+	free(other);
+	free(other_base);
+	free(conflict);
+	return code;
+}
+
 static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 {
 	struct al_run_state init = { 0 };
@@ -331,6 +405,8 @@ static int start_run(const struct run_opts *o, struct al_flow *flow, char *task)
 					    "('%s'): commit or stash them, or pass --allow-dirty", dirty);
 		goto done;
 	}
+	if ((code = start_from_base(o, git, &base, oid)) != 0)
+		goto done;
 	if (o->no_branch && base) {
 		branch = al_strdup(base);
 	} else if (!o->no_branch) {
@@ -512,6 +588,7 @@ int cmd_run(int argc, char **argv)
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "from-here", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 0 },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -532,6 +609,7 @@ int cmd_run(int argc, char **argv)
 		case 'n': o.dry_run = true; break;
 		case 'j': o.json = true; break;
 		case 'q': o.quiet = true; break;
+		case 'H': o.from_here = true; break;
 		}
 	}
 	if (!o.task_file && argc - optind > 1)

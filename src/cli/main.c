@@ -76,14 +76,15 @@ const struct al_command al_commands[] = {
 	  "exit status: 0 printed; 64 usage error; 65 invalid flow; 66 no flow.\n" },
 	{ "run", cmd_run,
 	  "[--flow PATH] [--new] [--no-branch] [--allow-dirty] [--dry-run] [--json] [--quiet]\n"
-	  "                  (TASK | --task-file PATH | -)",
+	  "                  [--from-here] (TASK | --task-file PATH | -)",
 	  "run the flow on a task until its target is met",
 	  "Creates the branch ai-loop/<slug> (unless --no-branch), then runs the flow's root\n"
 	  "node with TASK as its setpoint: sensors measure, the controller decides, the\n"
 	  "actuator acts, and every iteration is committed. TASK is one operand: quote it\n"
 	  "(ailoop run \"fix the parser\"). When an interrupted run can be resumed, asks on\n"
 	  "a terminal and otherwise refuses: use 'ailoop resume' or --new. One live ailoop\n"
-	  "per work tree.\n\n"
+	  "per work tree. Started on another run's branch, the new run says so and starts\n"
+	  "from that run's base branch (checked out first), unless --from-here.\n\n"
 	  "options:\n"
 	  "  -f, --flow PATH       the flow (default .ai-loop/flow.yaml)\n"
 	  "  --task-file PATH      the task from a file; - as TASK: from standard input\n"
@@ -92,7 +93,9 @@ const struct al_command al_commands[] = {
 	  "  --allow-dirty         start with uncommitted changes (the first commit has them)\n"
 	  "  -n, --dry-run         print the plan, limits and command lines; run nothing\n"
 	  "  --json                print the outcome (or the plan) as JSON on stdout\n"
-	  "  -q, --quiet           print no progress\n\n"
+	  "  -q, --quiet           print no progress\n"
+	  "  --from-here           start from the branch checked out, though it is another\n"
+	  "                        run's\n\n"
 	  "exit status: 0 target met; 1 finished without success, an agent's error, or\n"
 	  "paused by what an agent did; 2 a node's timeout; 3 interrupted (resumable); 4\n"
 	  "blocked by a breaker or a budget (resumable); 64 usage error; 65 invalid flow;\n"

@@ -154,7 +154,7 @@ resume_stops_orphan "SIGKILL"
 # Left at work, they would change the work tree under it, their work in its
 # commits. The new run's agents get another gate: the orphan waits on its own.
 killed_in_agent beside-new
-GATE=$TEST_TMP/gate-new run "$AILOOP" run --new "another"
+GATE=$TEST_TMP/gate-new run "$AILOOP" run --new --from-here "another"
 expect_rc 0 "a new run beside a killed one completes"
 group_gone "$orphan" && pass || fail "the new run stopped the agent the killed run left"
 expect_in "$(head -1 <<<"$err")" "the interrupted run left running (run_" \
@@ -201,7 +201,7 @@ touch "$GATE"
 rm -f "$STARTED"
 kill_in_actuator "fix all"
 first_id=$(ls .ai-loop/runs | grep run_)
-kill_in_actuator --new "another"
+kill_in_actuator --new --from-here "another"
 second_id=$(ls .ai-loop/runs | grep run_ | grep -v "$first_id")
 GATE=$TEST_TMP/gate-new run "$AILOOP" resume "$first_id"
 expect_rc 70 "two branches: the first run's resume is refused"
@@ -304,7 +304,7 @@ expect_eq "$(ls .ai-loop/runs | grep -c run_)" 1 "another answer: no run started
 # "r" resumes
 run script -qec "$AILOOP run 'something else'" /dev/null <<<"r"
 expect_rc 0 "answering r on a terminal resumes"
-expect_in "$out" "Resume it (r) or start a new run (n)?" "the question"
+expect_in "$out" "Resume it (Enter) or start a new run (n)? [R/n]" "the question"
 expect_eq "$(triples "$R")" "$ref_triples" "the resumed run finished"
 # and --new starts another
 printf 'c\n' >>todo.txt
@@ -315,7 +315,7 @@ expect_eq "$(ls .ai-loop/runs | grep -c run_)" 2 "two runs"
 # on a terminal, "n" starts a new run too
 paused_in_actuator answer-new
 rm -f "$GATE"
-run script -qec "$AILOOP run --quiet 'something else'" /dev/null <<<"n"
+run script -qec "$AILOOP run --quiet --from-here 'something else'" /dev/null <<<"n"
 expect_rc 0 "answering n on a terminal starts a new run"
 expect_eq "$(ls .ai-loop/runs | grep -c run_)" 2 "answering n: two runs"
 expect_eq "$(git rev-parse --abbrev-ref HEAD)" ai-loop/something-else "answering n: the new run's branch"
@@ -330,7 +330,7 @@ paused=$(ls .ai-loop/runs | grep run_)
 paused_state=$(git status --porcelain -- ".ai-loop/runs/$paused")
 [ -n "$paused_state" ] && pass || fail "beside: the paused run's state is newer than its commit"
 rm -f "$GATE"
-run "$AILOOP" run --new --quiet "another"
+run "$AILOOP" run --new --from-here --quiet "another"
 expect_rc 0 "beside: the new run completes"
 expect_eq "$(git diff --name-only ai-loop/fix-all HEAD -- ".ai-loop/runs/$paused")" "" \
 	"beside: the new run's commits leave the paused run's files as its branch has them"

@@ -123,9 +123,9 @@ committed=$(grep -n ' committed$' "$T/two-points" | head -1 | cut -d: -f1)
 (AILOOP_CRASH_AT=$committed "$AILOOP" run --quiet first >/dev/null 2>&1)
 expect_eq "$(labels "$R")" "0" "two runs: the first is killed just after its first commit"
 cp -a "$R" "$T/two-copy"
-(cd "$T/two-copy" && AILOOP_CRASH_LOG="$T/second-points" "$AILOOP" run --new --quiet second >/dev/null 2>&1)
+(cd "$T/two-copy" && AILOOP_CRASH_LOG="$T/second-points" "$AILOOP" run --new --from-here --quiet second >/dev/null 2>&1)
 staged=$(grep -n ' staged$' "$T/second-points" | head -1 | cut -d: -f1)
-(AILOOP_CRASH_AT=$staged "$AILOOP" run --new --quiet second >/dev/null 2>&1)
+(AILOOP_CRASH_AT=$staged "$AILOOP" run --new --from-here --quiet second >/dev/null 2>&1)
 expect_eq "$(git rev-parse --abbrev-ref HEAD)" ai-loop/second "two runs: the second works on a branch from it"
 expect_eq "$(labels "$R")" "0" "two runs: the second is killed before its first commit"
 run "$AILOOP" resume
