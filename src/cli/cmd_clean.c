@@ -119,7 +119,8 @@ static int remove_run(struct al_git *git, const struct al_run_entry *e, struct a
 		rc = al_git_branch_delete(git, children[i]);
 	if (rc == 0 && e->from)
 		rc = al_git_branch_delete(git, branch);
-	if (rc == 0 && !ntracked && al_dir_exists(dir))
+	/* a worktree kept for a repository an agent made there keeps the directory too */
+	if (rc == 0 && !ntracked && al_dir_exists(dir) && !al_dir_exists(wts))
 		rc = al_remove_tree(dir);
 done:
 	al_strv_free(children, nchildren);

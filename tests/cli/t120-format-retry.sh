@@ -130,7 +130,7 @@ expect_in "$err" "asking it again (2 of 2)" "the second retry is shown"
 sed -i 's/^name: ctl$/name: ctl\nformat_retries: 0/' .ai-loop/agents/ctl.md
 commit_all "$R"
 rm -f "$CALLS/ctl"
-CTL_SHAPES="prose good" run "$AILOOP" run "again"
+CTL_SHAPES="prose good" run "$AILOOP" run --from-here "again"
 expect_rc 1 "the agent file's format_retries: 0 wins over the flow's"
 expect_eq "$(cat "$CALLS/ctl")" 1 "not asked again"
 printf 'format_retries: 9\n' >"$TEST_TMP/x" # out of range

@@ -18,7 +18,7 @@ run "$AILOOP" run "fix"
 expect_rc 0 "run with stderr to a file"
 expect_in "$err" "ailoop: [1] fix actuator: .ai-loop/agents/gated.md" "a line per step"
 expect_not_in "$err" $'\033' "no escape sequences off a terminal"
-expect_eq "$(printf '%s\n' "$out" | grep -c .)" 7 "stdout holds only the outcome"
+expect_eq "$(printf '%s\n' "$out" | grep -c .)" 8 "stdout holds only the outcome"
 
 # a terminal: the live line keeps time while the actuator works (about 1.5 s)
 cd "$R"
