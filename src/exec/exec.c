@@ -619,11 +619,9 @@ static void end_hooks(struct al_exec *ex, int rc, const struct al_result *res)
 	char *why = al_strdup(reason); /* a hook's own message may replace al_errmsg() */
 
 	if (rc == AL_EBLOCKED)
-		al_hook_run(ex, AL_HOOK_BLOCKED, json_pack("{s:s, s:s}", "status", status, "reason",
-							   why));
-	al_hook_run(ex, AL_HOOK_RUN_END, json_pack("{s:s, s:s, s:I}", "status", status,
-						   "summary", why, "commits",
-						   (json_int_t)ex->commits));
+		al_hook_run(ex, AL_HOOK_BLOCKED, "{s:s, s:s}", "status", status, "reason", why);
+	al_hook_run(ex, AL_HOOK_RUN_END, "{s:s, s:s, s:I}", "status", status, "summary", why,
+		    "commits", (json_int_t)ex->commits);
 	free(why);
 }
 

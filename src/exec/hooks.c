@@ -7,6 +7,7 @@
 #include "ailoop/store/run.h"
 
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,20 +89,22 @@ static void log_run(const struct al_exec *ex, enum al_hook_event event, const ch
 	free(path);
 }
 
-void al_hook_run(struct al_exec *ex, enum al_hook_event event, json_t *fields)
+void al_hook_run(struct al_exec *ex, enum al_hook_event event, const char *fmt, ...)
 {
 	const struct al_hooks *h = &ex->flow->hooks;
 	struct al_proc_spec spec = { 0 };
 	struct al_proc_result r = AL_PROC_RESULT_INIT;
-	json_t *ev;
+	json_t *ev, *fields;
 	char **env = NULL, *input, ended[96];
 	size_t nenv = 0;
+	va_list ap;
 	int rc;
 
-	if (!h->argv[event]) {
-		json_decref(fields);
+	if (!h->argv[event]) /* a commit's cost without hooks: this test */
 		return;
-	}
+	va_start(ap, fmt);
+	fields = json_vpack_ex(NULL, 0, fmt, ap);
+	va_end(ap);
 	ev = event_json(ex, event, fields);
 	input = json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	add_env(&env, &nenv, "AILOOP_HOOK", al_hook_names[event]);

@@ -261,10 +261,9 @@ static void ended(struct al_node_run *nr)
 
 static void node_end_hook(struct al_node_run *nr)
 {
-	al_hook_run(nr->ex, AL_HOOK_NODE_END,
-		    json_pack("{s:s, s:s, s:s, s:i, s:s}", "node", nr->n->path, "label",
-			      nr->st.label, "status", nr->st.status, "iterations", iterations_of(nr),
-			      "summary", nr->st.summary ? nr->st.summary : ""));
+	al_hook_run(nr->ex, AL_HOOK_NODE_END, "{s:s, s:s, s:s, s:i, s:s}", "node", nr->n->path,
+		    "label", nr->st.label, "status", nr->st.status, "iterations", iterations_of(nr),
+		    "summary", nr->st.summary ? nr->st.summary : "");
 }
 
 int al_node_finish(struct al_node_run *nr, const char *status, const char *message,
@@ -345,11 +344,10 @@ static void commit_hooks(struct al_node_run *nr, const char *sensors)
 {
 	struct al_exec *ex = nr->ex;
 
-	al_hook_run(ex, AL_HOOK_ITERATION,
-		    json_pack("{s:s, s:s, s:s, s:b, s:s, s:s, s:s}", "node", nr->n->path, "label",
-			      nr->st.label, "status", nr->st.status, "target_met",
-			      nr->st.target_met, "summary", nr->st.summary ? nr->st.summary : "",
-			      "sensors", sensors ? sensors : "", "commit", ex->last_commit));
+	al_hook_run(ex, AL_HOOK_ITERATION, "{s:s, s:s, s:s, s:b, s:s, s:s, s:s}", "node",
+		    nr->n->path, "label", nr->st.label, "status", nr->st.status, "target_met",
+		    nr->st.target_met, "summary", nr->st.summary ? nr->st.summary : "", "sensors",
+		    sensors ? sensors : "", "commit", ex->last_commit);
 	if (al_node_state_final(&nr->st))
 		node_end_hook(nr);
 }

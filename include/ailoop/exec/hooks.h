@@ -24,9 +24,11 @@
  */
 
 /*
- * Runs the hook for `event`, if the flow has one, told `fields` (a JSON
- * object, taken: freed here whatever happens) with the run's own.
+ * Runs the hook for `event`, if the flow has one, told the event's fields
+ * (a jansson pack format for an object, "{s:s, s:i}", and its arguments,
+ * as al_run_event takes them; packed only when there is a hook) with the
+ * run's own.
  */
-void al_hook_run(struct al_exec *ex, enum al_hook_event event, json_t *fields);
+void al_hook_run(struct al_exec *ex, enum al_hook_event event, const char *fmt, ...);
 
 #endif
