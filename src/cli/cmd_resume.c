@@ -485,7 +485,7 @@ static int resume(const char *id, bool force, bool json, bool quiet, int lock_fd
 
 		if (limits_only) {
 			fprintf(stderr, "ailoop: %s changed since run %s started in its limits "
-				"only: going on with the limits as they are now\n", flow->file,
+				"or hooks only: going on with them as they are now\n", flow->file,
 				run->st.run_id);
 		} else if (!force) {
 			code = al_cli_fail(AL_EXIT_DATAERR, "%s changed since run %s started: resume "

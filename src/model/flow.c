@@ -379,7 +379,8 @@ static void serialize(struct al_strbuf *out, const struct al_val *v, bool except
 /*
  * What `ailoop resume` compares to let a run go on after its limits were
  * raised: the flow's tree without `limits:` and the circuit breakers'
- * limits (comments and layout aside).
+ * limits (comments and layout aside), nor `hooks:`, which only tell of
+ * the run.
  * Worked out when first asked for: `ailoop validate` never needs it.
  */
 const char *al_flow_sha256_except_limits(struct al_flow *f)
@@ -390,7 +391,8 @@ const char *al_flow_sha256_except_limits(struct al_flow *f)
 	if (f->sha256_except_limits[0])
 		return f->sha256_except_limits;
 	for (size_t i = 0; root && root->kind == AL_VAL_MAP && i < root->n; i++)
-		if (strcmp(AL_VAL_KEY(root, i)->str, "limits")) {
+		if (strcmp(AL_VAL_KEY(root, i)->str, "limits") &&
+		    strcmp(AL_VAL_KEY(root, i)->str, "hooks")) {
 			serialize(&sb, AL_VAL_KEY(root, i), true);
 			serialize(&sb, AL_VAL_VALUE(root, i), true);
 		}

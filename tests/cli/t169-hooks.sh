@@ -114,6 +114,14 @@ log=$(cat .ai-loop/runs/run_*/logs/hooks.log)
 expect_in "$log" "no luck" "the failing hook's output is in hooks.log"
 expect_in "$log" "on_run_end: no-such-program-for-hooks: exit 127" "and how each ended"
 expect_eq "$(run_status)" "blocked" "the run is blocked, as it would be without hooks"
+# the limit raised and the hooks changed: resume needs no --force, and runs the new hooks
+sed -i -e 's/max_agent_calls: 1/max_agent_calls: 10/' \
+	-e 's/^  on_run_end: .*/  on_run_end: '"'"'echo "$AILOOP_STATUS" >"$HOOKS_OUT\/resumed-end"'"'"'/' .ai-loop/flow.yaml
+run "$AILOOP" resume
+expect_rc 0 "a run whose limits and hooks changed resumes without --force"
+expect_in "$err" "changed since run run_" "saying the flow changed"
+expect_in "$err" "in its limits or hooks only" "in what"
+expect_eq "$(cat "$HOOKS_OUT/resumed-end")" "complete" "the hooks are the flow's as it is now"
 
 # parallel children in worktrees: their hooks run in their processes, and
 # what they print is in the run's one logs/hooks.log

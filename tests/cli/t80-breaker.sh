@@ -80,7 +80,7 @@ sed -i 's/max_iterations: 10/max_iterations: 10, no_progress_limit: 4/' .ai-loop
 run "$AILOOP" resume
 expect_rc 0 "resumed with progress: complete"
 expect_in "$err" "changed since run run_" "resume notes the flow changed"
-expect_in "$err" "in its limits only: going on" "a raised breaker limit needs no --force"
+expect_in "$err" "in its limits or hooks only: going on" "a raised breaker limit needs no --force"
 expect_eq "$(calls)" 8 "two actuations fixed the two items"
 expect_eq "$(run_status)" "complete" "the run is complete"
 expect_eq "$("$AILOOP" status --json | jq -r '.nodes[0].breaker.state')" "closed" \

@@ -58,7 +58,7 @@ sed -i 's/max_agent_calls: 2/max_agent_calls: 10/' .ai-loop/flow.yaml
 run "$AILOOP" resume
 expect_rc 0 "resume with a raised limit completes"
 expect_in "$err" "changed since run" "resume says the flow changed"
-expect_in "$err" "in its limits only" "and that only its limits did"
+expect_in "$err" "in its limits or hooks only" "and that only its limits did"
 expect_eq "$(calls)" 4 "every actuation made once"
 expect_eq "$(grep -c . todo.txt)" 0 "every item fixed"
 expect_eq "$(labels "$R")" "$free_labels" "the same commits as a run without limits"
