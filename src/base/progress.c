@@ -86,32 +86,47 @@ static size_t fit(const char *s, int room)
 }
 
 /*
- * The live line, cut to the terminal's width with its clock kept: a line
- * wider than the screen wraps, and "\r" then goes back to the start of its
- * last row only, so each redraw would leave a copy above. The last column
- * stays empty, where some terminals wrap at once.
+ * `text` as the live line, cut to the terminal's width with `tail` (a
+ * clock, a countdown) kept after it: a line wider than the screen wraps,
+ * and "\r" then goes back to the start of its last row only, so each
+ * redraw would leave a copy above. The last column stays empty, where
+ * some terminals wrap at once.
  */
-static void draw(struct al_progress *p, int64_t now)
+static void put_live(struct al_progress *p, const char *text, const char *tail)
 {
-	int64_t s = (now - p->step_start) / 1000;
 	int width = columns(), room;
-	char clock[32];
-	size_t keep, len = strlen(p->line);
+	size_t keep, len = strlen(text);
 	bool cut = false;
 
-	snprintf(clock, sizeof(clock), "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
-	room = width > 0 ? width - 2 - (int)strlen(clock) : INT_MAX;
-	keep = room > 0 ? fit(p->line, room) : 0;
+	room = width > 0 ? width - 2 - (int)strlen(tail) : INT_MAX;
+	keep = room > 0 ? fit(text, room) : 0;
 	if (keep < len) {
 		cut = room > 1;
-		keep = cut ? fit(p->line, room - 1) : 0; /* and "…" */
+		keep = cut ? fit(text, room - 1) : 0; /* and "…" */
 	}
-	fprintf(stderr, "\r\033[K%s%.*s%s%s%s%s", p->color ? "\033[1m" : "", (int)keep, p->line,
-		cut ? "…" : "", keep || cut ? " " : "", room > 0 || width <= 0 ? clock : "",
+	fprintf(stderr, "\r\033[K%s%.*s%s%s%s%s", p->color ? "\033[1m" : "", (int)keep, text,
+		cut ? "…" : "", keep || cut ? " " : "", room > 0 || width <= 0 ? tail : "",
 		p->color ? "\033[0m" : "");
 	fflush(stderr);
 	p->live = true;
+}
+
+/* The step's line with its clock. */
+static void draw(struct al_progress *p, int64_t now)
+{
+	int64_t s = (now - p->step_start) / 1000;
+	char clock[32];
+
+	snprintf(clock, sizeof(clock), "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
+	put_live(p, p->line, clock);
 	p->last_draw = now;
+}
+
+void al_progress_live(struct al_progress *p, const char *text, const char *tail)
+{
+	if (p->quiet || !p->tty)
+		return;
+	put_live(p, text, tail);
 }
 
 void al_progress_step(struct al_progress *p, const char *label, const char *node_path,

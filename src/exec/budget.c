@@ -381,13 +381,13 @@ static int wait_until(struct al_exec *ex, int64_t until, const char *what, int64
 			break;
 		if (to_deadline < step)
 			step = (int)to_deadline + 1;
-		if (p && p->tty && !p->quiet) {
+		if (p) {
 			char span[32];
+			char *line = al_xprintf("%s:", what);
 
 			format_span(span, sizeof(span), until - now);
-			fprintf(stderr, "\r\033[K%s: %s", what, span);
-			fflush(stderr);
-			p->live = true;
+			al_progress_live(p, line, span);
+			free(line);
 		}
 		if (poll(&pfd, pfd.fd >= 0 ? 1 : 0, step) < 0 && errno != EINTR)
 			break;

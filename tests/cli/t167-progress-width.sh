@@ -4,7 +4,7 @@
 # counting columns, not bytes) with its clock kept, and redrawn in place:
 # the screen holds one copy of it however long the agent works, where it
 # held a new one every second. A terminal made narrower (SIGWINCH) is
-# followed at the next redraw.
+# followed at the next redraw. The hourly limit's countdown is cut too.
 . "$(dirname "$0")/lib.sh"
 
 export GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
@@ -61,5 +61,49 @@ narrow=$(draws "$TEST_TMP/tty" "$at" "$size" | tail -n +2)
 expect_in "$narrow" "0:04" "the line is redrawn after the resize"
 expect_eq "$(printf '%s\n' "$narrow" | awk '$1 > 39 { n++ } END { print n + 0 }')" 0 \
 	"after the terminal is made 40 columns wide, each redraw is at most 39"
+
+# the hourly limit's countdown, redrawn as the clock moves (the test's
+# clock, AILOOP_TEST_CLOCK: a look every 50 ms), is cut the same way, the
+# time left kept
+export AILOOP_TEST_CLOCK=$TEST_TMP/clock
+T0=1800000000
+echo $T0 >"$AILOOP_TEST_CLOCK"
+H=$TEST_TMP/hourly
+loop_repo "$H" a b
+one_loop "$H" fixer.md
+printf 'limits: {max_agent_calls_per_hour: 1}\n' >>"$H/.ai-loop/flow.yaml"
+commit_all "$H"
+cd "$H"
+(
+	i=0
+	until grep -q 'in the last hour' "$TEST_TMP/hourly.tty" 2>/dev/null || [ $i -ge 400 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	sleep 1
+	echo $((T0 + 1)) >"$AILOOP_TEST_CLOCK"
+	sleep 1
+	echo $((T0 + 3600)) >"$AILOOP_TEST_CLOCK"
+) &
+clock=$!
+run $PTY "$TEST_TMP/hourly.tty" 60 -- env TERM=xterm "$AILOOP" run fix
+wait $clock
+expect_rc 0 "the run that waited for the hourly limit on a terminal completes"
+screen=$($SCREEN "$TEST_TMP/hourly.tty" 60) && pass || fail "the countdown is UTF-8, cut at characters"
+expect_eq "$(printf '%s\n' "$screen" | grep -c 'in the last hour')" 0 \
+	"no copy of the countdown stays on the screen (it is cleared when the wait ends)"
+waits=$(python3 - "$TEST_TMP/hourly.tty" <<'PY'
+import re, sys
+data = open(sys.argv[1], "rb").read().decode()
+for seg in data.split("\r\x1b[K")[1:]:
+    seg = re.sub(r"\x1b\[[0-9;]*m", "", re.split(r"[\r\n]", seg)[0])
+    if "in the last hour" in seg:
+        print(len(seg), seg)
+PY
+)
+expect_in "$waits" "… 1:00:00" "the countdown is cut, the time left kept"
+expect_in "$waits" "… 59:59" "and moves with the clock"
+expect_eq "$(printf '%s\n' "$waits" | awk '$1 > 59 { n++ } END { print n + 0 }')" 0 \
+	"each redraw of the countdown is at most 59 columns"
 
 finish

@@ -26,6 +26,11 @@ void al_progress_step(struct al_progress *p, const char *label, const char *node
 /* A line that stays (results, notes). */
 void al_progress_note(struct al_progress *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/*
+ * On a terminal, `text` as the live line (a wait's countdown), cut to the
+ * terminal's width with `tail` kept after it; elsewhere nothing.
+ */
+void al_progress_live(struct al_progress *p, const char *text, const char *tail);
 /* Redraws the live line's clock; for al_proc_spec.tick. */
 void al_progress_tick(void *p);
 /* Clears the live line. */
