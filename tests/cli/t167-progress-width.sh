@@ -40,14 +40,14 @@ expect_in "$screen" "ailoop: [1] fix actuator: .ai-loop/agents/" \
 
 # every redraw of the live line, as shown: at most 59 columns, ending in its clock
 draws() { # FILE START END: each live line drawn between START and END, escapes removed,
-	# after its width in columns (characters: these are all one column wide)
+	# after its width in columns
 	python3 - "$@" <<'PY'
-import re, sys
+import re, sys, unicodedata
 data = open(sys.argv[1], "rb").read()[int(sys.argv[2]):int(sys.argv[3])].decode()
 for seg in data.split("\r\x1b[K")[1:]:
     seg = re.sub(r"\x1b\[[0-9;]*m", "", re.split(r"[\r\n]", seg)[0])
     if "actuator" in seg:
-        print(len(seg), seg)
+        print(sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in seg), seg)
 PY
 }
 size=$(stat -c %s "$TEST_TMP/tty")
@@ -61,6 +61,24 @@ narrow=$(draws "$TEST_TMP/tty" "$at" "$size" | tail -n +2)
 expect_in "$narrow" "0:04" "the line is redrawn after the resize"
 expect_eq "$(printf '%s\n' "$narrow" | awk '$1 > 39 { n++ } END { print n + 0 }')" 0 \
 	"after the terminal is made 40 columns wide, each redraw is at most 39"
+
+# characters two columns wide (CJK) count as two
+W=$TEST_TMP/wide
+loop_repo "$W" a
+wide=".ai-loop/agents/漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字-gated.md"
+cp "$W/.ai-loop/agents/gated.md" "$W/$wide"
+one_loop "$W" "${wide#.ai-loop/agents/}"
+commit_all "$W"
+cd "$W"
+touch "$GATE"
+rm -f "$STARTED"
+run $PTY "$TEST_TMP/wide.tty" 60 --ungate 2.5 -- env TERM=xterm "$AILOOP" run fix
+expect_rc 0 "the run with a wide agent path completes"
+draws=$(draws "$TEST_TMP/wide.tty" 0 "$(stat -c %s "$TEST_TMP/wide.tty")")
+expect_in "$draws" "漢… 0:02" "the line is cut after a whole wide character"
+expect_eq "$(printf '%s\n' "$draws" | awk '$1 > 59 { n++ } END { print n + 0 }')" 0 \
+	"each redraw is at most 59 columns, a wide character counting two"
+expect_eq "$($SCREEN "$TEST_TMP/wide.tty" 60 | grep -c actuator)" 0 "no copy stays on the screen"
 
 # the hourly limit's countdown, redrawn as the clock moves (the test's
 # clock, AILOOP_TEST_CLOCK: a look every 50 ms), is cut the same way, the
