@@ -45,15 +45,38 @@ static void add_env(char ***env, size_t *n, const char *name, const char *value)
 	(*env)[*n] = NULL;
 }
 
-/* What the hook is told: the run's fields and the event's. */
+/* `s` as a JSON string, a byte that is not UTF-8 as U+FFFD (a task may hold any); NULL: null. */
+static json_t *text(const char *s)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	json_t *v;
+
+	if (!s)
+		return json_null();
+	al_utf8_repair(&sb, s, strlen(s));
+	v = json_stringn(sb.buf, sb.len);
+	al_strbuf_release(&sb);
+	return v;
+}
+
+/*
+ * What the hook is told: the run's fields and the event's (`fields` is
+ * NULL if they could not be packed: text that is not UTF-8, which
+ * ailoop's own state never holds).
+ */
 static json_t *event_json(const struct al_exec *ex, enum al_hook_event event, json_t *fields)
 {
 	const struct al_run_state *st = &ex->run->st;
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s}", "hook", al_hook_names[event],
-			      "run_id", st->run_id, "task", st->task, "branch", st->branch,
-			      "base_branch", st->base_branch, "run_dir", ex->run->abs_dir);
+	json_t *o = json_object();
 
-	json_object_update(o, fields);
+	json_object_set_new(o, "hook", json_string(al_hook_names[event]));
+	json_object_set_new(o, "run_id", text(st->run_id));
+	json_object_set_new(o, "task", text(st->task));
+	json_object_set_new(o, "branch", text(st->branch));
+	json_object_set_new(o, "base_branch", text(st->base_branch));
+	json_object_set_new(o, "run_dir", text(ex->run->abs_dir));
+	if (fields)
+		json_object_update(o, fields);
 	return o;
 }
 

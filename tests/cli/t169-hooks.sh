@@ -16,7 +16,7 @@ loop_repo "$R" a b
 one_loop "$R" fixer.md
 cat >>"$R/.ai-loop/flow.yaml" <<'YAML'
 hooks:
-  on_iteration: 'cat >"$HOOKS_OUT/iter-$AILOOP_LABEL.json"; env | grep ^AILOOP_ | sort >"$HOOKS_OUT/iter-$AILOOP_LABEL.env"'
+  on_iteration: 'cat >"$HOOKS_OUT/iter-$AILOOP_LABEL.json"; env | grep -a ^AILOOP_ | sort >"$HOOKS_OUT/iter-$AILOOP_LABEL.env"'
   on_node_end: [sh, -c, 'cat >"$HOOKS_OUT/node-end.json"; echo "$AILOOP_NODE $AILOOP_LABEL $AILOOP_STATUS" >>"$HOOKS_OUT/node-end.txt"']
   on_blocked: 'touch "$HOOKS_OUT/blocked"'
   on_run_end: 'cat >"$HOOKS_OUT/run-end.json"; pwd >"$HOOKS_OUT/run-end.pwd"; echo printed by the hook'
@@ -24,6 +24,7 @@ YAML
 commit_all "$R"
 cp -a "$R" "$TEST_TMP/slow"
 cp -a "$R" "$TEST_TMP/failing"
+cp -a "$R" "$TEST_TMP/bytes"
 cd "$R"
 
 run "$AILOOP" run "fix both"
@@ -60,6 +61,18 @@ expect_in "$(cat ".ai-loop/runs/$run_id/logs/hooks.log")" "printed by the hook" 
 expect_not_in "$err" "printed by the hook" "not to the terminal"
 expect_eq "$("$AILOOP" status --json | jq .budget.agent_calls)" 2 "hooks are no agent calls"
 expect_eq "$(git status --porcelain)" "" "the work tree is clean after the run"
+
+# a task that is not UTF-8: the JSON shows its bytes as U+FFFD, the environment as they are
+cd "$TEST_TMP/bytes"
+export HOOKS_OUT=$TEST_TMP/hooks-bytes
+mkdir -p "$HOOKS_OUT"
+printf 'fix \377 both\n' >"$TEST_TMP/task"
+run "$AILOOP" run --task-file "$TEST_TMP/task"
+expect_rc 0 "a run of a task that is not UTF-8, with hooks, completes"
+expect_eq "$(jq -r .task "$HOOKS_OUT/run-end.json")" "fix � both" "the hook's JSON holds the task, repaired"
+expect_in "$(cat "$HOOKS_OUT/iter-1.env")" "AILOOP_TASK=fix $(printf '\377') both" \
+	"AILOOP_TASK holds its bytes"
+export HOOKS_OUT=$TEST_TMP/hooks
 
 # a slow hook (that ignores SIGTERM) is stopped at its timeout: the run goes on
 cd "$TEST_TMP/slow"
