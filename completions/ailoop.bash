@@ -9,7 +9,7 @@ _ailoop_commands()
 	local prog=$1 list
 	list=$("$prog" --help 2>/dev/null |
 		awk '/^commands:/ { on = 1; next } on && /^$/ { exit } on { print $1 }')
-	printf '%s\n' "${list:-setup run resume status log report land runs clean validate graph agent memory help}"
+	printf '%s\n' "${list:-setup run resume status log report land runs clean validate graph agent memory episodes help}"
 }
 
 _ailoop_options()
@@ -193,6 +193,13 @@ _ailoop()
 		done
 		((COMP_CWORD == i + 1)) &&
 			mapfile -t COMPREPLY < <(compgen -W "get set list" -- "$cur")
+		;;
+	episodes)
+		for ((i = 1; i < COMP_CWORD; i++)); do
+			[[ ${COMP_WORDS[i]} == episodes ]] && break
+		done
+		((COMP_CWORD == i + 1)) &&
+			mapfile -t COMPREPLY < <(compgen -W "list show forget" -- "$cur")
 		;;
 	help)
 		mapfile -t COMPREPLY < <(compgen -W "$(_ailoop_commands "$prog")" -- "$cur")

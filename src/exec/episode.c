@@ -153,17 +153,31 @@ static void spending(const struct ended *e, struct al_episode *ep)
 	al_strbuf_release(&sb);
 }
 
-/* The node's own file `name`, read; NULL if absent. */
-static char *own_file(const struct ended *e, const char *name)
+/*
+ * What an output of the node's says it did: its `## Summary` section (a
+ * result's), else its `summary` or first line (al_output_summary); NULL if
+ * the file is absent or says nothing.
+ */
+static char *summary_in(const struct ended *e, const char *name)
 {
-	char *path = al_xprintf("%s/%s", e->dir, name);
-	char *text = al_file_exists(path) ? al_output_summary(path, "") : NULL;
+	char *path = al_xprintf("%s/%s", e->dir, name), *text = NULL;
+	struct al_md md = AL_MD_INIT;
 
-	free(path);
-	if (text && !*text) { /* a file that says nothing: an agent that failed before writing */
-		free(text);
-		text = NULL;
+	if (al_md_read(&md, path) == 0) {
+		text = al_md_section(md.body, md.body_len, "Summary");
+		if (text && !*text) {
+			free(text);
+			text = NULL;
+		}
+		if (!text)
+			text = al_output_summary(path, "");
+		if (!*text) {
+			free(text);
+			text = NULL;
+		}
 	}
+	al_md_release(&md);
+	free(path);
 	return text;
 }
 
@@ -185,11 +199,20 @@ static void record(const struct ended *e)
 	struct walk w = { e->run->st.run_id, e->path, e->instance, NULL, 0, 0, 0 };
 	struct al_episode ep = { 0 };
 	struct al_episode_step *steps;
-	char **lines, ended[32], *summary, *reasoning;
+	char **lines, ended[32], *summary, *reasoning, *instance;
 	size_t first, own = 0, nsteps = 0;
 	int rc;
 
-	al_episode_id(ep.id, w.run, e->path, e->instance);
+	/*
+	 * Run ids are numbered per work tree: two worktrees of the repository
+	 * (or two clones sharing their episodes) may give the same id to runs
+	 * of their own. The run's branch and start time, which its resume
+	 * reads back, tell them apart.
+	 */
+	instance = al_xprintf("%s\n%s\n%s", e->instance, e->run->st.branch ? e->run->st.branch : "",
+			      e->run->st.started_at ? e->run->st.started_at : "");
+	al_episode_id(ep.id, w.run, e->path, instance);
+	free(instance);
 	al_timestamp(ended);
 	al_git_walk(e->git, e->rev, NULL, take, &w);
 	/*
@@ -213,9 +236,12 @@ static void record(const struct ended *e)
 		nsteps++;
 	}
 	first = nsteps > STEPS_MAX ? nsteps - STEPS_MAX : 0;
-	summary = own_file(e, "actuator-output.md");
+	/* what worked: its actuator's last word, else its result's */
+	summary = summary_in(e, "actuator-output.md");
 	if (!summary)
-		summary = own_file(e, "action-output.md");
+		summary = summary_in(e, "action-output.md");
+	if (!summary)
+		summary = summary_in(e, "result-output.md");
 	reasoning = reasoning_of(e);
 	ep.run = w.run;
 	ep.node = e->path;

@@ -102,9 +102,14 @@ int al_git_ref_append(struct al_git *g, const char *ref, const char *parent,
 		rc = al_git_fail("cannot commit");
 		goto done;
 	}
-	err = has_parent ? git_reference_create_matching(&moved, g->repo, ref, &id, 1, &parent_oid,
-							 message)
-			 : git_reference_create(&moved, g->repo, ref, &id, 0, message);
+	/*
+	 * Checked under the ref's lock: a zero id for "none" (libgit2 checks
+	 * a new ref's absence only before it takes the lock, so two creating
+	 * it at once would both succeed, the second overwriting the first)
+	 */
+	if (!has_parent)
+		memset(&parent_oid, 0, sizeof(parent_oid));
+	err = git_reference_create_matching(&moved, g->repo, ref, &id, 1, &parent_oid, message);
 	if (err == GIT_EMODIFIED || err == GIT_EEXISTS || err == GIT_ELOCKED) {
 		git_error_clear();
 		rc = al_err(AL_EMOVED, "'%s' moved meanwhile", ref);

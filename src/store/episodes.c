@@ -1,6 +1,7 @@
 #include "ailoop/store/episodes.h"
 #include "ailoop/git/refstore.h"
 #include "ailoop/base/alloc.h"
+#include "ailoop/base/fsutil.h"
 #include "ailoop/base/sha256.h"
 #include "ailoop/base/util.h"
 
@@ -288,6 +289,43 @@ static void back_off(int attempt)
 	nanosleep(&ts, NULL);
 }
 
+/*
+ * Test builds (AILOOP_TEST_HOOKS): with AILOOP_TEST_EPISODE_MEET=DIR:N, a
+ * writer that has read the ref waits (10 s at most) until N writers have,
+ * so that all but one find it moved; each retry is a line of DIR/retries.
+ */
+static void test_meet(int attempt)
+{
+#ifdef AILOOP_TEST_HOOKS
+	const char *v = getenv("AILOOP_TEST_EPISODE_MEET"), *colon;
+	char *dir, *path;
+	long want;
+	int fd = -1;
+
+	if (!v || !(colon = strrchr(v, ':')))
+		return;
+	dir = al_strndup(v, (size_t)(colon - v));
+	want = atol(colon + 1);
+	path = al_xprintf("%s/%s", dir, attempt ? "retries" : "met");
+	if (al_append_line(&fd, path, "x\n", 2) == 0)
+		close(fd);
+	for (int i = 0; !attempt && i < 1000; i++) {
+		struct al_strbuf sb = AL_STRBUF_INIT;
+		bool all = al_strbuf_read_file(&sb, path, 0) == 0 && (long)sb.len >= 2 * want;
+		struct timespec ts = { 0, 10000000L };
+
+		al_strbuf_release(&sb);
+		if (all)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	free(path);
+	free(dir);
+#else
+	(void)attempt;
+#endif
+}
+
 int al_episode_record(struct al_git *g, const struct al_episode *ep)
 {
 	struct al_strbuf index = AL_STRBUF_INIT, msg = AL_STRBUF_INIT;
@@ -306,6 +344,7 @@ int al_episode_record(struct al_git *g, const struct al_episode *ep)
 		al_strbuf_reset(&index);
 		if ((rc = read_store(g, tip, &index)) < 0 || (rc = index_has(&index, ep->id)) != 0)
 			break;
+		test_meet(attempt);
 		line_of(&index, ep);
 		edits[0] = (struct al_git_edit){ AL_EPISODES_INDEX, index.buf, index.len };
 		edits[1] = (struct al_git_edit){ path, json, strlen(json) };

@@ -44,8 +44,13 @@ expect_eq "$(printf '%s\n' "$index" | sed 1d | cut -f2-5,7-9 | tr '\t' '|')" \
 $run_id|delivery/implement|loop|success|1|- c|deliver everything
 $run_id|delivery|loop|success|2|deliver everything|deliver everything" \
 	"one episode per finished node, in the order they ended: the inner loop's two entries, then the root"
-# ids: the first 12 hex digits of sha256(run \n node \n instance)
-id_of() { printf '%s\n%s\n%s' "$run_id" "$1" "$2" | sha256sum | cut -c1-12; }
+# ids: the first 12 hex digits of sha256(run \n node \n instance), the
+# instance the label of the parent's iteration, the run's branch and start
+state_field() { sed -n "s/^$1: '\\{0,1\\}\\([^']*\\)'\\{0,1\\}\$/\\1/p" .ai-loop/runs/"$run_id"/run-state.md; }
+id_of() {
+	printf '%s\n%s\n%s\n%s\n%s' "$run_id" "$1" "$2" "$(state_field branch)" "$(state_field started-at)" |
+		sha256sum | cut -c1-12
+}
 expect_eq "$(printf '%s\n' "$index" | sed 1d | cut -f1 | tr '\n' ' ')" \
 	"$(id_of delivery/implement 1) $(id_of delivery/implement 2) $(id_of delivery '') " \
 	"each id is the hash of its run, node and instance"
@@ -105,6 +110,30 @@ expect_rc 0 "a second run"
 expect_eq "$(git show refs/ailoop/episodes:index.tsv | sed 1d | cut -f2 | uniq -c | awk '{print $1}' | tr '\n' ' ')" \
 	"3 3 " "the second run's three episodes follow the first run's"
 expect_eq "$(git rev-parse refs/ailoop/episodes~3)" "$tip" "on top of the first run's"
+
+# --- a node that fails: its episode says so, and why ----------------------
+F=$TEST_TMP/failing
+new_repo "$F"
+mkdir -p "$F/.ai-loop/agents"
+printf -- "---\nname: act\ncommand: 'echo broken >&2; exit 3'\n---\n" >"$F/.ai-loop/agents/act.md"
+cat >"$F/.ai-loop/flow.yaml" <<'YAML'
+version: 1
+flow:
+  id: main
+  type: sequence
+  children:
+    - {id: step, agent: .ai-loop/agents/act.md}
+YAML
+commit_all "$F"
+cd "$F" || exit 1
+run "$AILOOP" run --quiet "break it"
+expect_rc 1 "a run whose action fails"
+expect_eq "$(git show refs/ailoop/episodes:index.tsv | sed 1d | cut -f3-5 | tr '\t\n' '| ')" \
+	"main/step|action|failure main|sequence|failure " "the action's and the sequence's episodes are failures"
+step=$(git show refs/ailoop/episodes:index.tsv | sed -n 2p | cut -f1)
+run "$AILOOP" episodes show "$step"
+expect_in "$(jq -r '"\(.reason) \(.summary)"' <<<"$out")" \
+	"failed action '.ai-loop/agents/act.md' failed with exit status 3" "its reason and what happened"
 
 # --- a damaged ref: a warning once, the run goes on, the ref is left alone --
 damaged() { # NAME how: the run of a fresh repository whose ref is damaged so

@@ -69,9 +69,12 @@ struct al_episode_line {
 
 /*
  * The id of one finished node: the first 12 hex digits of the sha256 of
- * run "\n" node "\n" instance, where `instance` is the label of the
- * iteration of its parent it ran in ("" for the root). A resume computes
- * the same id, and finds it recorded.
+ * run "\n" node "\n" instance, where `instance` is what makes the node's
+ * end unique: the executor gives the label of the iteration of its parent
+ * it ran in ("" outside any loop), the run's branch and the run's start
+ * time, a line each (run ids are numbered per work tree, and two work
+ * trees may number two runs alike). A resume computes the same id, and
+ * finds it recorded.
  */
 void al_episode_id(char out[13], const char *run, const char *node, const char *instance);
 
