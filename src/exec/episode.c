@@ -6,10 +6,12 @@
 #include "ailoop/base/util.h"
 #include "ailoop/exec/invoke.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * A finished node's episode, gathered from what the run keeps (its state,
@@ -108,49 +110,97 @@ static char *sensors_line(const struct al_iteration *it)
 	return al_strbuf_detach(&sb, NULL);
 }
 
-/* What the node's agents spent: the run's events of this entry of the node and below. */
+/* What the node's agents spent, summed from the events of this entry of it and below. */
+struct spent {
+	long calls;
+	int64_t input, output;
+	double usd;
+	bool usage, unknown;
+};
+
+/* One line of events.jsonl, newest first: true at the node's start, where the walk stops. */
+static bool take_event(const struct ended *e, const char *line, struct spent *sp)
+{
+	bool start = strstr(line, "\"event\":\"node_start\"") != NULL, stop = false;
+	const char *type, *node, *label;
+	json_t *ev;
+
+	if ((!start && !strstr(line, "\"event\":\"agent")) || !(ev = json_loads(line, 0, NULL)))
+		return false;
+	type = json_string_value(json_object_get(ev, "event"));
+	node = json_string_value(json_object_get(ev, "node"));
+	label = json_string_value(json_object_get(ev, "label"));
+	if (type && node && label && in_subtree(node, e->path) && in_instance(label, e->instance)) {
+		if (start) {
+			stop = !strcmp(node, e->path);
+		} else if (!strcmp(type, "agent")) {
+			sp->calls += json_is_true(json_object_get(ev, "agent_call"));
+		} else if (!strcmp(type, "agent_usage")) {
+			const char *kind = json_string_value(json_object_get(ev, "cost"));
+
+			sp->usage = true;
+			sp->input += json_integer_value(json_object_get(ev, "input"));
+			sp->output += json_integer_value(json_object_get(ev, "output"));
+			sp->usd += json_number_value(json_object_get(ev, "cost_usd"));
+			sp->unknown |= !kind || !strcmp(kind, "unknown");
+		}
+	}
+	json_decref(ev);
+	return stop;
+}
+
+/*
+ * The events are read back from the end of events.jsonl to the node's
+ * start, a chunk at a time: a child that ends in every iteration of a
+ * long loop reads its own events, not the whole run's again each time.
+ */
+#define EVENTS_CHUNK 65536
+
 static void spending(const struct ended *e, struct al_episode *ep)
 {
-	struct al_strbuf sb = AL_STRBUF_INIT;
-	bool unknown = false, usage = false;
-	char *p, *eol;
+	struct spent sp = { 0 };
+	int fd = open(e->run->events_path, O_RDONLY | O_CLOEXEC);
+	off_t pos = fd < 0 ? 0 : lseek(fd, 0, SEEK_END);
+	char *buf = NULL;
+	size_t carry = 0; /* the start of buf: a line whose beginning is further back */
+	bool stop = false;
 
-	if (al_strbuf_read_file(&sb, e->run->events_path, 0) < 0) {
-		al_strbuf_release(&sb);
-		return;
-	}
-	for (p = sb.buf; p && *p; p = eol ? eol + 1 : NULL) {
-		json_t *ev;
-		const char *type, *node, *label;
+	while (!stop && pos > 0) {
+		size_t n = pos >= EVENTS_CHUNK ? EVENTS_CHUNK : (size_t)pos, len, line_end;
+		char *chunk = al_malloc(n + carry + 1);
 
-		eol = strchr(p, '\n');
-		if (eol)
-			*eol = '\0';
-		if (!strstr(p, "\"event\":\"agent"))
-			continue;
-		if (!(ev = json_loads(p, 0, NULL)))
-			continue;
-		type = json_string_value(json_object_get(ev, "event"));
-		node = json_string_value(json_object_get(ev, "node"));
-		label = json_string_value(json_object_get(ev, "label"));
-		if (type && node && label && in_subtree(node, e->path) &&
-		    in_instance(label, e->instance)) {
-			if (!strcmp(type, "agent") && json_is_true(json_object_get(ev, "agent_call")))
-				ep->agent_calls++;
-			if (!strcmp(type, "agent_usage")) {
-				const char *kind = json_string_value(json_object_get(ev, "cost"));
-
-				usage = true;
-				ep->tokens_in += json_integer_value(json_object_get(ev, "input"));
-				ep->tokens_out += json_integer_value(json_object_get(ev, "output"));
-				ep->cost_usd += json_number_value(json_object_get(ev, "cost_usd"));
-				unknown |= !kind || !strcmp(kind, "unknown");
-			}
+		pos -= (off_t)n;
+		if (pread(fd, chunk, n, pos) != (ssize_t)n) {
+			free(chunk);
+			break;
 		}
-		json_decref(ev);
+		if (carry)
+			memcpy(chunk + n, buf, carry);
+		free(buf);
+		buf = chunk;
+		len = line_end = n + carry;
+		buf[len] = '\0';
+		for (size_t i = len; i-- > 0 && !stop;) {
+			if (buf[i] != '\n')
+				continue;
+			buf[line_end] = '\0';
+			stop = take_event(e, buf + i + 1, &sp);
+			line_end = i;
+		}
+		if (pos == 0 && !stop) { /* the file's first line */
+			buf[line_end] = '\0';
+			take_event(e, buf, &sp);
+		}
+		carry = line_end;
 	}
-	ep->cost_known = usage && !unknown;
-	al_strbuf_release(&sb);
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	ep->agent_calls = sp.calls;
+	ep->tokens_in = sp.input;
+	ep->tokens_out = sp.output;
+	ep->cost_usd = sp.usd;
+	ep->cost_known = sp.usage && !sp.unknown;
 }
 
 /*

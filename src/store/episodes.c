@@ -281,10 +281,14 @@ static int index_has(const struct al_strbuf *index, const char *id)
 	return rc;
 }
 
-/* A writer that found the ref moved waits a moment, a different one each time. */
+/*
+ * A writer that found the ref moved waits a moment, one of its own (its
+ * pid and the clock: rand() is the process's, not to be seeded here).
+ */
 static void back_off(int attempt)
 {
-	struct timespec ts = { 0, (long)(1 + rand() % (2 + attempt)) * 1000000L };
+	unsigned long r = (unsigned long)getpid() * 2654435761UL + (unsigned long)al_now_ms();
+	struct timespec ts = { 0, (long)(1 + r % (unsigned long)(2 + attempt)) * 1000000L };
 
 	nanosleep(&ts, NULL);
 }
@@ -334,7 +338,6 @@ int al_episode_record(struct al_git *g, const struct al_episode *ep)
 	char *node = field(ep->node, 200), *run = field(ep->run, 200);
 	int rc = AL_EMOVED;
 
-	srand((unsigned)getpid() ^ (unsigned)time(NULL));
 	al_strbuf_addf(&msg, "episode %s: %s of run %s, %s\n", ep->id, node, run, ep->outcome);
 	for (int attempt = 0; rc == AL_EMOVED && attempt < MOVED_RETRIES; attempt++) {
 		struct al_git_edit edits[2];
