@@ -173,9 +173,12 @@ static int parse_line(struct al_episode_line *l, const char *s, size_t len, size
 	const char *f[9];
 	size_t fl[9], k = 0;
 	const char *p = s, *end = s + len;
+	size_t tabs = 0;
 	char *iters;
 
-	while (k < 9) {
+	for (size_t i = 0; i < len; i++)
+		tabs += s[i] == '\t';
+	while (tabs == 8 && k < 9) {
 		const char *tab = memchr(p, '\t', (size_t)(end - p));
 
 		f[k] = p;
@@ -185,7 +188,7 @@ static int parse_line(struct al_episode_line *l, const char *s, size_t len, size
 			break;
 		p = tab + 1;
 	}
-	if (k != 9 || memchr(f[8], '\t', fl[8]) || !is_id(f[0], fl[0]) || memchr(s, '\0', len))
+	if (k != 9 || !is_id(f[0], fl[0]) || memchr(s, '\0', len))
 		return al_err(AL_EINVALID, "line %zu of %s cannot be read", lineno,
 			      AL_EPISODES_INDEX);
 	iters = al_strndup(f[6], fl[6]);
