@@ -29,7 +29,7 @@ expect_in "$result" "termination-reason: max-iterations" "result reason"
 expect_in "$result" "What the controller still asked for" "result tells the parent what is left"
 expect_eq "$(git status --porcelain)" "" "clean tree"
 run "$AILOOP" status
-expect_in "$out" "fix                              3        2 of 2      commit     max-iterations-reached" \
+expect_in "$out" "fix                              3        2 of 2      commit     -          max-iterations-reached" \
 	"status counts the iterations up to the limit, not the last measurement beyond it"
 
 # --- max iterations in a child: the parent carries on ---------------------------

@@ -72,9 +72,9 @@ expect_eq "$(AILOOP_RUN_DIR=$rd "$AILOOP" memory get nodes.rep.iterations)" "2" 
 expect_eq "$(AILOOP_RUN_DIR=$rd "$AILOOP" memory get nodes.t2.status)" "failed" "a failed action's"
 
 run "$AILOOP" status
-expect_in "$out" "main/pick                      0        fallback    done       complete" \
+expect_in "$out" "main/pick                      0        fallback    done       -          complete" \
 	"status shows a control node, its type and how it ended"
-expect_in "$out" "main/rep                       2        2 of 2      commit     complete" \
+expect_in "$out" "main/rep                       2        2 of 2      commit     -          complete" \
 	"status shows a loop's iterations"
 run "$AILOOP" log --oneline
 expect_in "$out" "main/pick/ok" "log shows actions"
