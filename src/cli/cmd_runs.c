@@ -31,6 +31,25 @@ static long agent_calls(const char *id)
 	return calls;
 }
 
+/*
+ * What the run is: its state's status, but a run that says "running" that
+ * no live ailoop holds was killed (as ailoop status says it).
+ */
+static const char *status_of(const struct al_run_entry *e)
+{
+	char *dir, *holder;
+	bool held;
+
+	if (strcmp(e->st.status, "running"))
+		return e->st.status;
+	dir = al_xprintf("%s/%s", AL_RUNS_DIR, e->st.run_id);
+	holder = al_run_lock_holder(dir);
+	held = holder != NULL;
+	free(dir);
+	free(holder);
+	return held ? "running" : "interrupted";
+}
+
 static int print_json(const struct al_run_list *l)
 {
 	json_t *a = json_array();
@@ -44,7 +63,7 @@ static int print_json(const struct al_run_list *l)
 		al_utf8_repair(&task, e->st.task, strlen(e->st.task));
 		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:s?, s:o, "
 						   "s:o, s:s?}", "run_id", e->st.run_id, "task",
-						   task.buf ? task.buf : "", "status", e->st.status,
+						   task.buf ? task.buf : "", "status", status_of(e),
 						   "branch", e->st.branch, "base_branch",
 						   e->st.base_branch, "started_at", e->st.started_at,
 						   "updated_at", e->st.updated_at, "iterations",
@@ -86,7 +105,7 @@ static void print_text(const struct al_run_list *l)
 		if (calls >= 0)
 			snprintf(ncalls, sizeof(ncalls), "%ld", calls);
 		/* 2026-11-28T06:50:12Z as 2026-11-28 06:50 */
-		printf("%-18s %-22s %5s %6s  %.10s %.5s  %-28s %.*s%s\n", e->st.run_id, e->st.status,
+		printf("%-18s %-22s %5s %6s  %.10s %.5s  %-28s %.*s%s\n", e->st.run_id, status_of(e),
 		       iter, ncalls, started, strlen(started) > 11 ? started + 11 : "",
 		       e->st.branch ? e->st.branch : "(detached HEAD)", len > 40 ? 37 : len, task,
 		       len > 40 || eol ? "..." : "");

@@ -484,11 +484,10 @@ char *al_report_next_command(const struct al_report *r)
 
 	if (al_status_resumable(st->status))
 		return al_xprintf("ailoop resume %s", st->run_id);
-	/* a run on its base branch (--no-branch) has nothing to merge */
+	/* a run on its base branch (--no-branch) has nothing to land */
 	if (!strcmp(st->status, "complete") && st->branch &&
 	    (!st->base_branch || strcmp(st->base_branch, st->branch)))
-		return al_xprintf("git checkout %s && git merge %s",
-				  st->base_branch ? st->base_branch : "main", st->branch);
+		return al_xprintf("ailoop land %s", st->run_id);
 	return NULL;
 }
 

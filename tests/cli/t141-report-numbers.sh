@@ -8,7 +8,8 @@
 # resume after it are marked, and the wall time says what of it was work;
 # a metric with one point is a value, not a chart; a run killed outright
 # (nothing wrote that it stopped) is "interrupted", in the report's header
-# and in status; and the Markdown page shows "&&", not "&amp;&amp;".
+# and in status; and the Markdown page shows "&&", not "&amp;&amp;"; the next step of a
+# complete run is `ailoop land`.
 . "$(dirname "$0")/lib.sh"
 
 # --- a nested run, paused by Ctrl-C and resumed -------------------------------------
@@ -19,7 +20,7 @@ two_loops "$R" gated.md "" "" .ai-loop/agents/planner.md
 commit_all "$R"
 cd "$R"
 touch "$GATE"
-"$AILOOP" run "fix all" >/dev/null 2>&1 &
+"$AILOOP" run "fix a && b" >/dev/null 2>&1 &
 pid=$!
 wait_for "$STARTED" && pass || fail "the actuator started"
 sleep 1
@@ -57,12 +58,13 @@ expect_in "$md" ", 1 pause of " "the wall time counts the pause"
 expect_in "$md" "at work" "and what of it was work"
 expect_not_in "$md" "| action | 0 ms |" "no role no agent played"
 expect_not_in "$md" "&amp;" "Markdown: no HTML character references"
-expect_in "$md" "| next | git checkout main && git merge ai-loop/fix-all |" "Markdown: && as it is typed"
+expect_in "$md" "| task | fix a && b |" "Markdown: && as it is typed"
+expect_in "$md" "| next | ailoop land run\\_" "the next step of a complete run is to land it"
 run "$AILOOP" report
 html=$(cat "$out")
 expect_in "$html" 'data-label="1.1" data-status="done"' "HTML: a finished iteration is done"
 expect_not_in "$html" 'data-status="running"' "HTML: none says running"
-expect_in "$html" "git checkout main &amp;&amp; git merge" "HTML escapes it"
+expect_in "$html" "fix a &amp;&amp; b" "HTML escapes it"
 expect_not_in "$html" ">action</text>" "HTML: no bar for a role no agent played"
 expect_in "$html" '<div class="pause" style="margin-left:2em">paused (interrupted), resumed here</div>' \
 	"HTML: the pause marked"

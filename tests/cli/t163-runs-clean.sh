@@ -40,7 +40,7 @@ expect_in "$out" "RUN                STATUS" "runs has a header"
 expect_in "$(printf '%s\n' "$out" | grep "$landed")" "complete" "the landed run is complete"
 expect_in "$(printf '%s\n' "$out" | grep "$landed")" "ai-loop/fix-all" "with its branch"
 expect_in "$(printf '%s\n' "$out" | grep "$landed")" "fix all" "and its task"
-expect_in "$(printf '%s\n' "$out" | grep "$paused")" "running" "the killed run is running"
+expect_in "$(printf '%s\n' "$out" | grep "$paused")" "interrupted" "the killed run is interrupted, as status says"
 run "$AILOOP" runs --json
 expect_rc 0 "runs --json"
 expect_eq "$(printf '%s\n' "$out" | jq -r '[.[].run_id] | join(" ")')" "$landed $unlanded $paused" \

@@ -29,8 +29,7 @@ expect_eq "$(grep -o 'class="iteration[^"]*" [^>]*data-label="[^"]*"' "$page" |
 expect_in "$html" "make the tests pass" "the task"
 expect_in "$html" "ai-loop/make-the-tests-pass (from main)" "the branch and its base"
 expect_in "$html" "<td id=\"status\"><span class=\"badge st-complete\">complete</span>" "the status"
-expect_in "$html" "git checkout main &amp;&amp; git merge ai-loop/make-the-tests-pass" \
-	"how to merge a complete run"
+expect_in "$html" "ailoop land run_" "how to land a complete run"
 expect_in "$html" "<b>fix</b> loop, iteration 2 of 3, label 3.2" "the flow tree with iterations"
 expect_in "$html" "add now returns a + b" "commit subjects"
 expect_in "$html" "mathlib.c +1 −1" "the files an iteration changed"
