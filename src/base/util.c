@@ -72,6 +72,16 @@ bool al_strv_has(char *const *v, size_t n, const char *s)
 	return n && bsearch(&s, v, n, sizeof(*v), cmp_str);
 }
 
+bool al_has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, line, n) && (p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
 bool al_starts_with(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;

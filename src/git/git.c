@@ -449,17 +449,6 @@ int al_git_dirty(struct al_git *g, char **path)
 	return dirty;
 }
 
-/* Whether `text` has `line` as one of its lines. */
-static bool has_line(const char *text, const char *line)
-{
-	size_t n = strlen(line);
-
-	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, line, n) && (p[n] == '\n' || !p[n]))
-			return true;
-	return false;
-}
-
 int al_git_ignore_runs(struct al_git *g)
 {
 	static const char *const entries[] = AL_RUNS_UNRECORDED;
@@ -488,7 +477,7 @@ int al_git_ignore_runs(struct al_git *g)
 	for (size_t i = 0; i < sizeof(entries) / sizeof(*entries); i++) {
 		al_strbuf_reset(&line);
 		al_strbuf_addf(&line, "/%s/**/%s", AL_RUNS_DIR, entries[i]);
-		if (has_line(sb.buf ? sb.buf : "", line.buf))
+		if (al_has_line(sb.buf ? sb.buf : "", line.buf))
 			continue;
 		if (sb.len && sb.buf[sb.len - 1] != '\n')
 			al_strbuf_addch(&sb, '\n');

@@ -37,17 +37,6 @@ static char *dup_or_null(const char *s)
 	return s ? al_strdup(s) : NULL;
 }
 
-/* Whether `text` has `line` as one of its lines. */
-static bool has_line(const char *text, const char *line)
-{
-	size_t n = strlen(line);
-
-	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, line, n) && (p[n] == '\n' || !p[n]))
-			return true;
-	return false;
-}
-
 /*
  * Keeps the files ailoop never commits out of `git status` too. A
  * .gitignore an older ailoop wrote lacks the newer entries: they are
@@ -71,7 +60,7 @@ static int ignore_unrecorded(void)
 	}
 	old = sb.len;
 	for (size_t i = 0; i < sizeof(entries) / sizeof(*entries); i++) {
-		if (has_line(sb.buf, entries[i]))
+		if (al_has_line(sb.buf, entries[i]))
 			continue;
 		if (sb.len && sb.buf[sb.len - 1] != '\n')
 			al_strbuf_addch(&sb, '\n');

@@ -43,6 +43,8 @@ char *al_xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 
 bool al_starts_with(const char *s, const char *prefix);
+/* Whether `text` has `line` as one of its lines (a last line without its newline too). */
+bool al_has_line(const char *text, const char *line);
 bool al_ends_with(const char *s, const char *suffix);
 
 /* Frees `n` strings and the array that holds them. */
