@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,11 +71,14 @@ struct calls_seen {
 	long calls;
 	int64_t *times;
 	size_t first, n, alloc;
+	struct al_budget_costs costs; /* what the calls recorded with their node cost */
+	bool old_costs; /* and costs holds those of an earlier version's record */
 };
 
 static void seen_release(struct calls_seen *s)
 {
 	free(s->times);
+	al_budget_costs_release(&s->costs);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -127,19 +131,49 @@ static bool digits(const char *s, size_t len, size_t max)
 	return true;
 }
 
+/* The digits of `s` (`len` bytes, digits() said so) as a number. */
+static long long number(const char *s, size_t len)
+{
+	long long v = 0;
+
+	for (size_t i = 0; i < len; i++)
+		v = v * 10 + (s[i] - '0');
+	return v;
+}
+
+/* Whether `s` (`len` bytes) is a node's path: ids of letters, digits, '_' and '-', and '/'. */
+static bool node_path(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!(s[i] >= 'a' && s[i] <= 'z') && !(s[i] >= 'A' && s[i] <= 'Z') &&
+		    !(s[i] >= '0' && s[i] <= '9') && !strchr("_-/", s[i]))
+			return false;
+	return len > 0;
+}
+
+/* A call's cost, as the line written when it ended gives it. */
+struct call_cost {
+	double usd;
+	long long tokens;
+	bool unknown;
+	const char *node; /* NULL: a line of an earlier version, which did not name it */
+	size_t node_len;
+};
+
 /*
  * Whether `s` (`len` bytes) is what follows a call's start time on the line
- * written when it ended: "USD KIND IN OUT" (al_budget_call_end), dollars
- * of up to 1e9, reported|estimated|unknown, and two counts of tokens.
+ * written when it ended: "USD KIND IN OUT NODE" (al_budget_call_end),
+ * dollars of up to 1e9, reported|estimated|unknown, two counts of tokens
+ * and the node's path, or "USD KIND IN OUT" as an earlier version wrote it.
  */
-static bool parse_cost(const char *s, size_t len)
+static bool parse_cost(const char *s, size_t len, struct call_cost *c)
 {
 	static const char *const kinds[] = { "reported", "estimated", "unknown" };
-	const char *end = s + len, *f[4];
-	size_t n[4], k = 0, point;
+	const char *end = s + len, *f[5];
+	size_t n[5], k = 0, point;
 	bool kind = false;
 
-	for (const char *p = s; k < 4; k++) {
+	for (const char *p = s; k < 5; k++) {
 		const char *sp = memchr(p, ' ', (size_t)(end - p));
 
 		f[k] = p;
@@ -150,29 +184,39 @@ static bool parse_cost(const char *s, size_t len)
 		}
 		p = sp + 1;
 	}
-	if (k != 4 || f[3] + n[3] != end)
+	if (k < 4 || f[k - 1] + n[k - 1] != end || (k == 5 && !node_path(f[4], n[4])))
 		return false;
 	for (size_t i = 0; i < AL_ARRAY_SIZE(kinds); i++)
 		kind |= n[1] == strlen(kinds[i]) && !memcmp(f[1], kinds[i], n[1]);
 	for (point = 0; point < n[0] && f[0][point] != '.'; point++)
 		;
 	/* up to 1e9 dollars: nine digits, then a fraction of up to nine */
-	return kind && digits(f[0], point, 9) &&
-	       (point == n[0] || digits(f[0] + point + 1, n[0] - point - 1, 9)) &&
-	       digits(f[2], n[2], 15) && digits(f[3], n[3], 15);
+	if (!kind || !digits(f[0], point, 9) ||
+	    (point < n[0] && !digits(f[0] + point + 1, n[0] - point - 1, 9)) ||
+	    !digits(f[2], n[2], 15) || !digits(f[3], n[3], 15))
+		return false;
+	c->usd = (double)number(f[0], point);
+	if (point < n[0])
+		c->usd += (double)number(f[0] + point + 1, n[0] - point - 1) /
+			  pow(10, (double)(n[0] - point - 1));
+	c->tokens = number(f[2], n[2]) + number(f[3], n[3]);
+	c->unknown = f[1][0] == 'u';
+	c->node = k == 5 ? f[4] : NULL;
+	c->node_len = k == 5 ? n[4] : 0;
+	return true;
 }
 
 /*
  * A line of the record: a call's start (a time alone: *call), or its end
- * (the time, then its cost: not a call). False if it is neither.
+ * (the time, then its cost in *c: not a call). False if it is neither.
  */
-static bool parse_line(const char *line, size_t len, int64_t *t, bool *call)
+static bool parse_line(const char *line, size_t len, int64_t *t, bool *call, struct call_cost *c)
 {
 	const char *sp = memchr(line, ' ', len);
 	size_t n = sp ? (size_t)(sp - line) : len;
 
 	*call = !sp;
-	return parse_time(line, n, t) && (!sp || parse_cost(sp + 1, len - n - 1));
+	return parse_time(line, n, t) && (!sp || parse_cost(sp + 1, len - n - 1, c));
 }
 
 /* Names a line of the record that is no call's, once: each line is read once. */
@@ -240,16 +284,19 @@ static int seen_update(struct calls_seen *s, int fd, const char *path, int64_t n
 	for (size_t i = 0; i < end;) {
 		char *nl = memchr(sb.buf + i, '\n', end - i);
 		size_t len = (size_t)(nl - sb.buf) - i;
+		struct call_cost c;
 		int64_t t;
 		bool call;
 
 		s->lines++;
-		if (!parse_line(sb.buf + i, len, &t, &call)) {
+		if (!parse_line(sb.buf + i, len, &t, &call, &c)) {
 			bad_line(p, path, s->lines, sb.buf + i, len);
 		} else if (call) {
 			s->calls++;
 			if (t > now - HOUR)
 				seen_add(s, t < now ? t : now);
+		} else if (c.node) { /* without: an earlier version's, in its own record */
+			al_budget_costs_add(&s->costs, c.node, c.node_len, c.usd, c.tokens, c.unknown);
 		}
 		i += len + 1;
 	}
@@ -500,25 +547,87 @@ int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms,
 	return rc;
 }
 
-void al_budget_call_end(struct al_run *run, int64_t started, double usd, const char *kind,
-			long long in, long long out)
+int al_budget_costs_read(struct al_exec *ex, const struct al_budget_costs **out)
 {
-	char *path = al_xprintf("%s/" AL_BUDGET_FILE, run->dir), line[128];
-	int fd = al_open_run_file(path, O_RDWR | O_APPEND, "the record of agent calls"), len;
+	char *path = al_xprintf("%s/" AL_BUDGET_FILE, ex->run->dir);
+	int fd = al_open_run_file(path, O_RDWR | O_APPEND, "the record of agent calls"), rc = 0;
 
-	len = snprintf(line, sizeof(line), "%lld %.6f %s %lld %lld\n", (long long)started,
-		       isfinite(usd) && usd >= 0 && usd < 1e9 ? usd : 0, kind, in, out);
+	/* not locked: a line being written, not yet whole, is read at the next check */
+	if (fd < 0 || (rc = seen_update(&seen, fd, path, al_budget_now(), false,
+					ex->progress)) < 0)
+		goto done;
+	if (!seen.old_costs) {
+		al_budget_costs_read_old(&seen.costs, ex->run->dir);
+		seen.old_costs = true;
+	}
+	*out = &seen.costs;
+done:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return fd < 0 ? fd : rc;
+}
+
+/*
+ * Cuts off the end of the record `fd` (locked) after its last newline: a
+ * line a kill cut short, no call's, which the next line must not join.
+ */
+static void cut_torn(int fd)
+{
+	char buf[512];
+	struct stat st;
+	off_t end;
+	char last;
+
+	if (fstat(fd, &st) < 0 || st.st_size == 0 || pread(fd, &last, 1, st.st_size - 1) != 1 ||
+	    last == '\n')
+		return;
+	for (end = st.st_size; end > 0;) {
+		off_t from = end > (off_t)sizeof(buf) ? end - (off_t)sizeof(buf) : 0;
+		ssize_t got = pread(fd, buf, (size_t)(end - from), from);
+
+		if (got != end - from)
+			return;
+		while (got > 0 && buf[got - 1] != '\n')
+			got--;
+		if (got > 0) {
+			end = from + got;
+			break;
+		}
+		end = from;
+	}
+	if (ftruncate(fd, end) < 0)
+		return; /* the next line joins the torn one, and is named and ignored */
+}
+
+void al_budget_call_end(struct al_run *run, const char *node, int64_t started, double usd,
+			const char *kind, long long in, long long out)
+{
+	char *path = al_xprintf("%s/" AL_BUDGET_FILE, run->dir);
+	char *line = al_xprintf("%lld %.6f %s %lld %lld %s\n", (long long)started,
+				isfinite(usd) && usd >= 0 && usd < 1e9 ? usd : 0, kind, in, out, node);
+	int fd = al_open_run_file(path, O_RDWR | O_APPEND, "the record of agent calls");
+
+#ifdef AILOOP_TEST_HOOKS
+	if (getenv("AILOOP_TEST_KILL_BEFORE_COST")) /* a crash between a call's end and its record */
+		kill(getpid(), SIGKILL);
+#endif
 	/*
 	 * Under the lock, as a call's start is written: a reader cuts off a
-	 * line it finds torn. A record lost (a full disk) is a cost not shown
-	 * there, not a run stopped: the cost budgets keep their own.
+	 * line it finds torn. A record lost (a full disk) is a cost not
+	 * counted, not a run stopped.
 	 */
 	if (fd >= 0) {
-		ssize_t w = flock(fd, LOCK_EX) == 0 ? write(fd, line, (size_t)len) : -1;
+		ssize_t w = -1;
 
+		if (flock(fd, LOCK_EX) == 0) {
+			cut_torn(fd);
+			w = write(fd, line, strlen(line));
+		}
 		(void)w;
 		close(fd);
 	}
+	free(line);
 	free(path);
 }
 

@@ -453,13 +453,10 @@ static void count_usage(struct al_call *call)
 		usd = al_price_cost(p, &u->tokens);
 		kind = "estimated";
 	}
-	if (call->run)
-		al_budget_cost_record(call->run, c->node->path, usd, u->tokens.input +
-				      u->tokens.cache_read + u->tokens.cache_write + u->tokens.output,
-				      kind);
 	if (call->run && call->started)
-		al_budget_call_end(call->run, call->started, usd, kind, u->tokens.input +
-				   u->tokens.cache_read + u->tokens.cache_write, u->tokens.output);
+		al_budget_call_end(call->run, c->node->path, call->started, usd, kind,
+				   u->tokens.input + u->tokens.cache_read + u->tokens.cache_write,
+				   u->tokens.output);
 	if (call->spend) {
 		call->spend->calls++;
 		call->spend->usd += usd;

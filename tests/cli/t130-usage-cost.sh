@@ -106,7 +106,7 @@ $1"
 	echo a >todo.txt && commit_all "$R" "$2"
 	run "$AILOOP" run "$2"
 }
-costs() { wc -l <"$(ls -d .ai-loop/runs/run_* | tail -1)/logs/agent-costs" | tr -d ' '; }
+costs() { grep -c ' ' "$(ls -d .ai-loop/runs/run_* | tail -1)/logs/agent-calls"; }
 budget_run "limits: {max_cost_usd: 5}" "a dollar budget"
 expect_rc 4 "the run is blocked when its cost budget is spent"
 expect_in "$err" "cost budget spent: \$6.2000 for 2 calls, limits.max_cost_usd is \$5.0000, before controller" \

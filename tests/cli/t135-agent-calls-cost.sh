@@ -2,8 +2,9 @@
 # logs/agent-calls, the record of agent calls, has a call's start time as
 # a line of its own when it starts and, once a call whose CLI reported its
 # usage ends, a line of that start time followed by the call's cost in
-# dollars, how it is known (reported, estimated, unknown) and its tokens
-# in and out. That line is no call: the budgets count what they counted.
+# dollars, how it is known (reported, estimated, unknown), its tokens
+# in and out and its node's path. That line is no call: the call budgets
+# count what they counted, and the cost budgets sum it.
 # A line that reads as neither is named once and ignored.
 . "$(dirname "$0")/lib.sh"
 
@@ -57,11 +58,12 @@ starts=$(printf '%s\n' "$record" | grep -E '^[0-9]+$')
 ends=$(printf '%s\n' "$record" | grep ' ')
 expect_eq "$(printf '%s\n' "$starts" | wc -l | tr -d ' ')" 3 "a line for each call as it starts"
 # 1,000,000 in at $2 + 200,000 cached at $0.5 + 100,000 out at $10 = $3.10
-expect_eq "$(printf '%s\n' "$ends" | cut -d' ' -f2-)" "3.100000 estimated 1200000 100000
-0.000000 unknown 1200000 100000
-3.100000 estimated 1200000 100000" \
-	"and one as it ends: its cost, how it is known, its tokens in (cache included) and out"
+expect_eq "$(printf '%s\n' "$ends" | cut -d' ' -f2-)" "3.100000 estimated 1200000 100000 fix
+0.000000 unknown 1200000 100000 fix
+3.100000 estimated 1200000 100000 fix" \
+	"and one as it ends: its cost, how it is known, its tokens in (cache included) and out, its node"
 expect_eq "$(printf '%s\n' "$ends" | cut -d' ' -f1)" "$starts" "each beginning with its call's start"
+expect_eq "$(ls .ai-loop/runs/run_*/logs/agent-costs 2>/dev/null)" "" "the one record of the calls' costs"
 expect_eq "$(jq -rs '[.[] | select(.event == "agent_usage") | .cost] | join(" ")' \
 	.ai-loop/runs/run_*/events.jsonl)" "estimated unknown estimated" "agent_usage events as before"
 run "$AILOOP" status --json

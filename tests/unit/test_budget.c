@@ -195,3 +195,52 @@ Test(budget, a_call_end_is_no_call)
 	cr_assert_eq(use.calls, 2, "two calls, their ends and the bad lines none: %ld", use.calls);
 	cr_assert_eq(use.calls_last_hour, 2);
 }
+
+/* The costs by node: a subtree holds its descendants', not a node's whose id it only begins. */
+Test(budget, costs_are_summed_by_subtree)
+{
+	struct al_budget_costs c = { 0 };
+	struct al_budget_spent s = { 0 };
+
+	al_budget_costs_add(&c, "fix", 3, 1, 10, false);
+	al_budget_costs_add(&c, "fix/a/b", 7, 8, 80, false);
+	al_budget_costs_add(&c, "fix/a", 5, 2, 20, false);
+	al_budget_costs_add(&c, "fixer/x", 5, 4, 40, true); /* "fixer", of a longer string */
+	al_budget_costs_add(&c, "fix/a/b", 7, 16, 160, false);
+	al_budget_costs_sum(&c, NULL, &s);
+	cr_assert(s.usd == 31 && s.tokens == 310 && s.calls == 5 && s.unknown == 1);
+	memset(&s, 0, sizeof(s));
+	al_budget_costs_sum(&c, "fix", &s);
+	cr_assert(s.usd == 27 && s.tokens == 270 && s.calls == 4 && s.unknown == 0);
+	memset(&s, 0, sizeof(s));
+	al_budget_costs_sum(&c, "fix/a", &s);
+	cr_assert(s.usd == 26 && s.calls == 3);
+	memset(&s, 0, sizeof(s));
+	al_budget_costs_sum(&c, "fixer", &s);
+	cr_assert(s.usd == 4 && s.calls == 1 && s.unknown == 1);
+	cr_assert_eq(c.n, 4, "one entry a node");
+	al_budget_costs_release(&c);
+}
+
+/* An earlier version's record: JSON lines, of which a cut or foreign one is no call. */
+Test(budget, an_old_record_of_costs_is_read)
+{
+	struct al_budget_costs c = { 0 };
+	struct al_budget_spent s = { 0 };
+
+	unit_enter_tmpdir();
+	al_budget_costs_read_old(&c, "run");
+	cr_assert_eq(c.n, 0, "none: a run of this version");
+	unit_write("run/" AL_BUDGET_OLD_COST_FILE,
+		   "{\"node\":\"fix\",\"usd\":3.1,\"tokens\":1300000,\"cost\":\"estimated\"}\n"
+		   "{\"node\":\"fix/a\",\"usd\":0.0,\"tokens\":5,\"cost\":\"unknown\"}\n"
+		   "{\"node\":\"fix\",\"usd\":-7,\"tokens\":-1,\"cost\":\"reported\"}\n"
+		   "not json\n"
+		   "{\"node\":\"fix\",\"usd\":1}\n"
+		   "{\"node\":\"fix\",\"usd\":100,\"tokens\":1,\"cost\":\"reported\"");
+	al_budget_costs_read_old(&c, "run");
+	al_budget_costs_sum(&c, "fix", &s);
+	cr_assert(s.usd == 3.1 && s.tokens == 1300005 && s.calls == 3 && s.unknown == 1,
+		  "$%f %lld tokens %ld calls", s.usd, s.tokens, s.calls);
+	al_budget_costs_release(&c);
+}

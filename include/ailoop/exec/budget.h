@@ -19,11 +19,13 @@
  * having started. A line that is not a time (digits alone, up to the year
  * 9999) is no call: al_budget_acquire names it once as a warning. A call
  * whose CLI reported its usage (a JSON stream) adds a line as it ends: its
- * start time, then "USD KIND IN OUT", its cost in dollars, how that is
- * known (reported, estimated or unknown) and its tokens in (cache
- * included) and out; that line is no call, and one whose cost does not
- * read so is named as the others are. The file is never committed (logs/),
- * so restoring the run's files from git does not give calls back.
+ * start time, then "USD KIND IN OUT NODE", its cost in dollars, how that
+ * is known (reported, estimated or unknown), its tokens in (cache
+ * included) and out, and its node's path; that line is no call, and one
+ * whose cost does not read so is named as the others are. It is the one
+ * record of what the call cost, which the cost budgets sum. The file is
+ * never committed (logs/), so restoring the run's files from git does not
+ * give calls back.
  *
  * - max_agent_calls: calls made in the whole run, over every resume;
  * - max_wall_seconds: the time ailoop has spent on the run (the root
@@ -60,23 +62,57 @@
 int al_budget_acquire(struct al_exec *ex, const char *what, int64_t deadline_ms,
 		      int64_t *started);
 /*
- * After the call that started at `started` ended: its cost `usd`, `kind`
- * ("reported", "estimated" or "unknown") and tokens `in` and `out`, as a
- * line of its own. A line lost (a full disk) is a cost not shown there.
+ * After the call of node `node` that started at `started` ended: its cost
+ * `usd`, `kind` ("reported", "estimated" or "unknown") and tokens `in`
+ * and `out`, as a line of its own. A line lost (a full disk, a kill
+ * before it) is a call whose cost is not counted: at most once, never
+ * twice.
  */
-void al_budget_call_end(struct al_run *run, int64_t started, double usd, const char *kind,
-			long long in, long long out);
+void al_budget_call_end(struct al_run *run, const char *node, int64_t started, double usd,
+			const char *kind, long long in, long long out);
+
+/* What the calls of a subtree (or of the run) have cost so far. */
+struct al_budget_spent {
+	double usd;
+	long long tokens;
+	long unknown, calls;
+};
+
+/* The costs recorded so far, by node (budget_cost.c). */
+struct al_budget_costs {
+	struct al_budget_node_cost *v;
+	size_t n, alloc;
+};
+void al_budget_costs_add(struct al_budget_costs *c, const char *node, size_t len, double usd,
+			 long long tokens, bool unknown);
+void al_budget_costs_release(struct al_budget_costs *c);
+/* Adds the calls of `c` in the subtree of `top` (NULL: the run) to `s`. */
+void al_budget_costs_sum(const struct al_budget_costs *c, const char *top,
+			 struct al_budget_spent *s);
+/*
+ * Adds the calls that a run made by an earlier ailoop recorded in
+ * AL_BUDGET_OLD_COST_FILE, a JSON line each (node, usd, tokens, cost),
+ * where the lines of AL_BUDGET_FILE had no node. That file is no longer
+ * written: what it holds precedes every call recorded with its node.
+ */
+void al_budget_costs_read_old(struct al_budget_costs *c, const char *run_dir);
+#define AL_BUDGET_OLD_COST_FILE AL_RUN_AGENTS_DIR "/agent-costs"
+/*
+ * The costs of the run's calls as this process has read them, brought up
+ * to date with the lines appended since it last read (budget.c): a check
+ * costs the same at a run's millionth call as at its first. A line that
+ * is no call's record is named once on the run's progress.
+ */
+int al_budget_costs_read(struct al_exec *ex, const struct al_budget_costs **out);
 
 /*
  * Cost budgets (budget_cost.c): limits.max_cost_usd and max_tokens for the
- * run, termination.max_cost_usd and max_tokens for a node's subtree. Each
- * agent call's cost is a line of AL_COST_FILE (its node, dollars, tokens,
- * and whether the cost was reported, estimated or unknown), so that a
+ * run, termination.max_cost_usd and max_tokens for a node's subtree. They
+ * sum the calls' lines of AL_BUDGET_FILE (al_budget_call_end), so that a
  * resume and a parallel node's children count every call. Estimated costs
  * count; unknown ones are named, and block the run with
  * limits.unknown_cost: block.
  */
-#define AL_COST_FILE AL_RUN_AGENTS_DIR "/agent-costs"
 
 /*
  * A spent budget (`limit` names it in the "budget_exhausted" event; `how`
@@ -86,8 +122,6 @@ void al_budget_call_end(struct al_run *run, int64_t started, double usd, const c
 int al_budget_blocked(struct al_exec *ex, const char *limit, const char *how, const char *what,
 		      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-void al_budget_cost_record(struct al_run *run, const char *node_path, double usd,
-			   long long tokens, const char *kind);
 /*
  * Before an agent call of `node` starts: AL_EBLOCKED (naming the limit and
  * how to go on) if the run's or an enclosing node's budget is spent.
