@@ -269,19 +269,35 @@ static int read_store(struct al_git *g, char tip[AL_OID_HEX], struct al_strbuf *
 	return 0;
 }
 
-/* Whether the index (checked whole) has a line of `id`; AL_EINVALID if it is damaged. */
+/*
+ * Whether the index (checked whole, as al_episodes_parse() reads it) has
+ * a line of `id`; AL_EINVALID if it is damaged. Each node's end reads it:
+ * nothing is copied out of it.
+ */
 static int index_has(const struct al_strbuf *index, const char *id)
 {
-	struct al_episode_line *lines;
-	size_t n;
-	int rc = al_episodes_parse(index->buf, index->len, &lines, &n);
+	const char *p = index->buf, *end = index->buf + index->len;
+	size_t lineno = 1, hl = strlen(AL_EPISODES_HEADER);
+	int found = 0;
 
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		if (!strcmp(lines[i].id, id))
-			rc = 1;
-	if (rc >= 0)
-		al_episode_lines_free(lines, n);
-	return rc;
+	if (index->len < hl || memcmp(p, AL_EPISODES_HEADER, hl) || (index->len > hl && p[hl] != '\n'))
+		return al_err(AL_EINVALID, "%s does not start with '%s'", AL_EPISODES_INDEX,
+			      AL_EPISODES_HEADER);
+	for (p += hl + (index->len > hl); p < end; lineno++) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = (size_t)((eol ? eol : end) - p), tabs = 0;
+
+		for (size_t i = 0; i < ll; i++)
+			tabs += p[i] == '\t';
+		if (ll && (tabs != 8 || ll < 13 || !is_id(p, 12) || p[12] != '\t' ||
+			   memchr(p, '\0', ll)))
+			return al_err(AL_EINVALID, "line %zu of %s cannot be read", lineno + 1,
+				      AL_EPISODES_INDEX);
+		if (ll && !memcmp(p, id, 12))
+			found = 1;
+		p = eol ? eol + 1 : end;
+	}
+	return found;
 }
 
 /*
