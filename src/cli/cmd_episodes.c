@@ -163,6 +163,8 @@ int cmd_episodes(int argc, char **argv)
 	bool json = false;
 	int c, code = 0, rc;
 
+	if (argc > 1 && !strcmp(argv[1], "search")) /* options of its own */
+		return al_cmd_episodes_search(argc - 1, argv + 1);
 	while ((c = al_cli_getopt(argc, argv, "", longs, &code)) != -1) {
 		if (c == '?')
 			return code;
@@ -181,7 +183,7 @@ int cmd_episodes(int argc, char **argv)
 	}
 	sub = argv[optind++];
 	if (strcmp(sub, "list") && strcmp(sub, "show") && strcmp(sub, "forget")) {
-		al_cli_fail(AL_EXIT_USAGE, "unknown episodes command '%s' (list, show or forget)",
+		al_cli_fail(AL_EXIT_USAGE, "unknown episodes command '%s' (list, show, search or forget)",
 			    sub);
 		al_cli_usage(stderr, al_command_find("episodes"));
 		return AL_EXIT_USAGE;

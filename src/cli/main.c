@@ -247,9 +247,9 @@ const struct al_command al_commands[] = {
 	  "key or bad JSON, and outside a run: AILOOP_RUN_DIR not set); 66 the run\n"
 	  "directory does not exist; 70 the memory file cannot be read or written.\n" },
 	{ "episodes", cmd_episodes,
-	  "list [--node PATH] [--json] | show ID | forget ID... | forget --before DATE | "
-	  "forget --run RUN-ID",
-	  "list, show and forget the episodes of finished nodes, kept across runs",
+	  "list [--node PATH] [--json] | show ID | search TEXT... [--json] [--limit N] |\n"
+	  "                  forget ID... | forget --before DATE | forget --run RUN-ID",
+	  "list, show, search and forget the episodes of finished nodes, kept across runs",
 	  "Each node that ends (a loop at its verdict, an action at its result) leaves an\n"
 	  "episode: its goal, the run's task, its outcome, steps, summaries, commits and\n"
 	  "cost. They are kept in git under refs/ailoop/episodes, on no branch: deleting\n"
@@ -257,6 +257,10 @@ const struct al_command al_commands[] = {
 	  "  list             one line per episode, oldest first: id, date, outcome,\n"
 	  "                   node, run, goal; --node PATH only that node's; --json\n"
 	  "  show ID          the whole episode, as JSON\n"
+	  "  search TEXT...   the episodes ranked for TEXT as agents are given them (BM25\n"
+	  "                   over goal, node and root task; successes first at equal\n"
+	  "                   score, then the newest), with their scores: the best N\n"
+	  "                   (--limit, default 20); --json\n"
 	  "  forget ID...     takes episodes out (a new commit on the ref; git's history\n"
 	  "                   of the ref keeps them until it is pruned); --before DATE\n"
 	  "                   those that ended before DATE (2026-11-28), --run RUN-ID a\n"
@@ -267,20 +271,6 @@ const struct al_command al_commands[] = {
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
-/*
- * `ailoop episodes search` until `ailoop episodes` dispatches to it: run
- * as `ailoop episodes-search`, and not listed among the commands.
- */
-static const struct al_command episodes_search = {
-	"episodes search", al_cmd_episodes_search, "TEXT... [--json] [--limit N]",
-	"rank the recorded episodes for TEXT, as agents are given them",
-	"Ranks the episodes of refs/ailoop/episodes against TEXT with the ranking\n"
-	"{episodes-section} uses (BM25 over each episode's goal, node and root task;\n"
-	"successes before failures at equal score, then the newest), and prints the\n"
-	"best N (default 20): score, id, outcome, date, node (run), and the goal.\n"
-	"--json prints them as a JSON array with every field of the index.\n\n"
-	"exit status: 0 done (nothing printed when no episode matches); 64 usage error.\n"
-};
 
 static void print_main_help(FILE *out)
 {
@@ -438,7 +428,7 @@ int main(int argc, char **argv)
 		fputs("usage: ailoop <command> [options]   (see 'ailoop --help')\n", stderr);
 		return AL_EXIT_USAGE;
 	}
-	cmd = !strcmp(argv[1], "episodes-search") ? &episodes_search : al_command_find(argv[1]);
+	cmd = al_command_find(argv[1]);
 	if (!cmd)
 		return unknown_command(argv[1]);
 	al_cli_running(cmd);

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # `ailoop episodes search TEXT` ranks the recorded episodes as agents are
-# given them, with their scores (run as `ailoop episodes-search` until
+# given them, with their scores (`ailoop episodes search`;
 # `ailoop episodes` dispatches to it); `ailoop status` and the report say
 # which episodes each agent of a run was given.
 . "$(dirname "$0")/lib.sh"
 . "$FIXTURES/episodes/store.sh"
-search() { run "$AILOOP" episodes-search "$@"; }
+search() { run "$AILOOP" episodes search "$@"; }
 
 R=$TEST_TMP/repo
 loop_repo "$R" item-1
