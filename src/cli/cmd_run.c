@@ -145,6 +145,7 @@ static char **agent_argv(const struct al_flow *flow, const char *role, const str
 	/* an agent that continues its session: its first call's, which keeps it
 	 * (a later one resumes it: --resume ID) */
 	vars.session_keep = a->session_continue;
+	vars.session_new = "<session-id>"; /* one ailoop chooses, for a runner that gives it */
 	argv = al_runner_argv(r, &vars);
 	if (r->prompt == AL_PROMPT_STDIN) { /* shown as a redirection */
 		while (argv[n])

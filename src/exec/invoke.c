@@ -96,6 +96,26 @@ static int stopped_waiting(struct al_call *call, int rc)
 	return al_err(AL_EAGENT, "%s", al_errmsg());
 }
 
+/*
+ * The id of a new session, for a runner whose `start` gives the CLI one
+ * ({session-id}): a UUID (the form such CLIs take) hashed from the run,
+ * the node, the agent, its iteration and the time, so no two calls share
+ * one.
+ */
+static char *session_id(const struct al_exec *ex, const struct al_call_ctx *c,
+			const struct al_call *call)
+{
+	char *seed = al_xprintf("%s %s %s %s %lld", ex->run->st.run_id, c->node->path,
+				call->session_key, c->label, (long long)al_now_ms());
+	char hex[65];
+
+	al_sha256_hex(seed, strlen(seed), hex);
+	free(seed);
+	/* version 4, variant 10xx */
+	return al_xprintf("%.8s-%.4s-4%.3s-%c%.3s-%.12s", hex, hex + 8, hex + 13,
+			  "89ab"[hex[16] % 4], hex + 17, hex + 20);
+}
+
 int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_call_ctx *c)
 {
 	const struct al_agent *a = c->agent;
@@ -173,7 +193,10 @@ int al_call_prepare(struct al_call *call, struct al_exec *ex, const struct al_ca
 			vars.session_keep = true;
 			vars.session = al_node_state_session(c->sessions, call->session_key);
 			call->resumed = vars.session ? al_strdup(vars.session) : NULL;
+			if (!call->resumed && al_runner_session_chosen(r))
+				vars.session_new = call->session_chosen = session_id(ex, c, call);
 		}
+		call->cumulative = al_runner_session(r)->cumulative_usage;
 		call->argv = al_runner_argv(r, &vars);
 		call->stream = r->output;
 		call->model = vars.model;
@@ -397,13 +420,13 @@ static void rate_warning(const struct al_call *call)
 }
 
 /*
- * codex's usage is what its session has counted so far: in a session it
- * resumed, the earlier calls' too. The call's own is what it adds to the
- * count after the session's last call, kept in the node's state
- * (`session-totals:`); the count after this call is kept once the call
- * is done (call->session_totals).
+ * A CLI whose usage of a resumed session counts the earlier calls' too
+ * (codex's; a runner's `cumulative_usage`): the call's own is what it
+ * adds to the count after the session's last call, kept in the node's
+ * state (`session-totals:`); the count after this call is kept once the
+ * call is done (call->session_totals).
  */
-static void codex_session_share(struct al_call *call)
+static void session_share(struct al_call *call)
 {
 	struct al_tokens *t = &call->usage.tokens;
 	const char *kept = NULL;
@@ -441,8 +464,8 @@ static void count_usage(struct al_call *call)
 	al_usage_read(u, call->stream, call->res.out.buf, call->res.out.len);
 	if (call->stream == AL_STREAM_TEXT)
 		return; /* a script or a CLI that prints text: nothing to count */
-	if (call->stream == AL_STREAM_CODEX)
-		codex_session_share(call);
+	if (call->cumulative)
+		session_share(call);
 	if (!u->model && call->model) /* codex names none: the one asked for */
 		u->model = al_strdup(call->model);
 	if (u->cost_reported) {
@@ -578,8 +601,11 @@ int al_call_finish(struct al_call *call)
 			      "does not find it (log: %s)", who, c->agent->path, call->resumed,
 			      call->log_path);
 	}
-	if (call->session_key && call->usage.session) {
-		al_node_state_set_session(c->sessions, call->session_key, call->usage.session);
+	/* the id the CLI printed, else the one ailoop gave it */
+	if (call->session_key && (call->usage.session || call->session_chosen)) {
+		al_node_state_set_session(c->sessions, call->session_key,
+					  call->usage.session ? call->usage.session
+							      : call->session_chosen);
 		if (call->session_totals)
 			al_node_state_set_session_totals(c->sessions, call->session_key,
 							 call->session_totals);
@@ -630,6 +656,7 @@ void al_call_release(struct al_call *call)
 	al_usage_release(&call->usage);
 	free(call->session_key);
 	free(call->resumed);
+	free(call->session_chosen);
 	free(call->session_totals);
 	memset(call, 0, sizeof(*call));
 }

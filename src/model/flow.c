@@ -88,9 +88,9 @@ static void check_prompt_not_in_shell(struct loader *l, const struct al_val *k,
 
 static void parse_runner(struct loader *l, const struct al_val *k, const struct al_val *v)
 {
-	static const char *const keys[] = { "command", "prompt", "install", "output" };
+	static const char *const keys[] = { "command", "prompt", "install", "output", "session" };
 	struct al_runner *r = al_runners_get(&l->flow->runners, k->str);
-	const struct al_val *command = NULL, *output = NULL;
+	const struct al_val *command = NULL, *output = NULL, *session = NULL;
 	int mode;
 
 	if (!al_id_valid(k->str))
@@ -125,6 +125,9 @@ static void parse_runner(struct loader *l, const struct al_val *k, const struct 
 				r->prompt = (enum al_prompt_mode)mode;
 		} else if (!strcmp(key->str, "install")) {
 			al_check_string(&l->c, val, "install", &r->install);
+		} else if (!strcmp(key->str, "session")) {
+			session = val;
+			loader_runner_session(l, r, val);
 		} else if (!strcmp(key->str, "output")) {
 			output = val;
 			if (al_check_enum(&l->c, val, "output", al_stream_names,
@@ -141,6 +144,9 @@ static void parse_runner(struct loader *l, const struct al_val *k, const struct 
 		loader_error(l, k->pos, "runner '%s' needs a 'command'", k->str);
 	else if (command)
 		check_prompt_not_in_shell(l, k, command, r->prompt);
+	if (r->argv && session && !al_runner_uses(r, "session"))
+		loader_error(l, session->pos, "runner '%s' has a 'session' but no {session} "
+			     "argument in its command to put it", k->str);
 }
 
 pcre2_code *al_rate_limit_default(void)
@@ -755,13 +761,28 @@ static void warn_session(struct al_diags *w, const struct al_agent *a, const str
 	if (!r)
 		al_diags_add(w, pos, "agent file '%s' runs a command, which has no session to "
 			     "continue: 'session: continue' is ignored", a->path);
-	else if (r->output == AL_STREAM_TEXT)
+	else if (!al_runner_uses(r, "session"))
+		al_diags_add(w, pos, "runner '%s' has no {session} argument: 'session: continue' "
+			     "of agent file '%s' is ignored", r->name, a->path);
+	else if (!al_runner_session(r)->resume)
+		al_diags_add(w, pos, "runner '%s' has no way to resume a session (no 'resume' in "
+			     "its 'session'): 'session: continue' of agent file '%s' is ignored",
+			     r->name, a->path);
+	else
 		al_diags_add(w, pos, "runner '%s' prints text (no 'output:' JSON), which names no "
 			     "session: 'session: continue' of agent file '%s' is ignored", r->name,
 			     a->path);
-	else
-		al_diags_add(w, pos, "runner '%s' has no {session} argument: 'session: continue' "
-			     "of agent file '%s' is ignored", r->name, a->path);
+}
+
+/*
+ * A call can resume a session when its runner puts `resume` in its command
+ * and learns the session's id: from the JSON it prints, or from `start`,
+ * where ailoop chose it.
+ */
+static bool can_resume(const struct al_runner *r)
+{
+	return al_runner_uses(r, "session") && al_runner_session(r)->resume &&
+	       (r->output != AL_STREAM_TEXT || al_runner_session_chosen(r));
 }
 
 void al_flow_warnings(const struct al_flow *f, struct al_diags *w)
@@ -780,8 +801,7 @@ void al_flow_warnings(const struct al_flow *f, struct al_diags *w)
 		r = al_runners_find(&f->runners, a->runner ? a->runner : f->default_runner);
 		if (!r)
 			continue;
-		if (a->session_continue &&
-		    (r->output == AL_STREAM_TEXT || !al_runner_uses(r, "session")))
+		if (a->session_continue && !can_resume(r))
 			warn_session(w, a, r);
 		if (a->tools && !al_runner_uses(r, "tools") && !al_runner_uses(r, "tool-names"))
 			warn_tools(w, a, r, a->tools_pos, "tools", "use tools it does not list");

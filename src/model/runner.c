@@ -43,18 +43,61 @@ static const char *const opencode_argv[] = {
 	"opencode", "run", "--model={model}", "{session}", "--format", "json", NULL,
 };
 
+static const char *const claude_fresh[] = { "--no-session-persistence", NULL };
+static const char *const claude_resume[] = { "--resume", "{session-id}", NULL };
+static const char *const codex_fresh[] = { "--ephemeral", NULL };
+static const char *const codex_resume[] = { "resume", "{session-id}", "-c",
+					    "sandbox_mode=\"workspace-write\"", NULL };
+static const char *const opencode_resume[] = { "--session", "{session-id}", NULL };
+
+/* What {session} gives for each output format, in al_stream's order (runner.h). */
+static const struct al_runner_session stream_sessions[] = {
+	{ NULL, NULL, NULL, false },
+	{ claude_fresh, NULL, claude_resume, false },
+	{ codex_fresh, NULL, codex_resume, true },
+	{ NULL, NULL, claude_resume, false },
+	{ NULL, NULL, opencode_resume, false },
+};
+
 static const struct al_runner builtins[] = {
 	{ "claude", claude_argv, AL_PROMPT_STDIN, "npm install -g @anthropic-ai/claude-code",
-	  { NULL, 0, 0 }, false, AL_MODELS_CLAUDE, AL_STREAM_CLAUDE },
+	  { NULL, 0, 0 }, false, AL_MODELS_CLAUDE, AL_STREAM_CLAUDE, { 0 }, false },
 	{ "codex", codex_argv, AL_PROMPT_STDIN, "npm install -g @openai/codex",
-	  { NULL, 0, 0 }, false, AL_MODELS_OPENAI, AL_STREAM_CODEX },
+	  { NULL, 0, 0 }, false, AL_MODELS_OPENAI, AL_STREAM_CODEX, { 0 }, false },
 	{ "gemini", gemini_argv, AL_PROMPT_STDIN, "npm install -g @google/gemini-cli",
-	  { NULL, 0, 0 }, false, AL_MODELS_GEMINI, AL_STREAM_GEMINI },
+	  { NULL, 0, 0 }, false, AL_MODELS_GEMINI, AL_STREAM_GEMINI, { 0 }, false },
 	{ "aider", aider_argv, AL_PROMPT_FILE, "python3 -m pip install aider-install && aider-install",
-	  { NULL, 0, 0 }, false, AL_MODELS_ANY, AL_STREAM_TEXT },
+	  { NULL, 0, 0 }, false, AL_MODELS_ANY, AL_STREAM_TEXT, { 0 }, false },
 	{ "opencode", opencode_argv, AL_PROMPT_STDIN, "npm install -g opencode-ai",
-	  { NULL, 0, 0 }, false, AL_MODELS_PROVIDER, AL_STREAM_OPENCODE },
+	  { NULL, 0, 0 }, false, AL_MODELS_PROVIDER, AL_STREAM_OPENCODE, { 0 }, false },
 };
+
+const struct al_runner_session *al_runner_session(const struct al_runner *r)
+{
+	return r->has_session ? &r->session : &stream_sessions[r->output];
+}
+
+bool al_runner_session_chosen(const struct al_runner *r)
+{
+	const char *const *start = al_runner_session(r)->start;
+
+	for (size_t i = 0; start && start[i]; i++)
+		if (strstr(start[i], "{session-id}"))
+			return true;
+	return false;
+}
+
+/* Frees the lists of a runner's own `session:` (flow.c allocates them). */
+static void session_release(struct al_runner *r)
+{
+	if (!r->has_session)
+		return;
+	free((void *)r->session.fresh);
+	free((void *)r->session.start);
+	free((void *)r->session.resume);
+	memset(&r->session, 0, sizeof(r->session));
+	r->has_session = false;
+}
 
 void al_runners_init(struct al_runners *rs)
 {
@@ -65,9 +108,11 @@ void al_runners_init(struct al_runners *rs)
 
 void al_runners_release(struct al_runners *rs)
 {
-	for (size_t i = 0; i < rs->n; i++)
+	for (size_t i = 0; i < rs->n; i++) {
 		if (rs->v[i].owns_argv)
 			free((void *)rs->v[i].argv);
+		session_release(&rs->v[i]);
+	}
 	free(rs->v);
 	memset(rs, 0, sizeof(*rs));
 }
@@ -287,6 +332,7 @@ struct values {
 	const struct al_runner_vars *v;
 	char *tool_names;
 	const char *approval_mode;
+	const char *session_id; /* the session {session-id} names */
 };
 
 /*
@@ -296,10 +342,10 @@ struct values {
 static const char *lookup(const struct values *x, const char *name, size_t len, bool *given)
 {
 	static const char *const names[] = { "model", "tools", "tool-names", "disallowed-tools",
-					     "approval-mode", "prompt", "prompt-file" };
+					     "approval-mode", "prompt", "prompt-file", "session-id" };
 	const struct al_runner_vars *v = x->v;
 	const char *values[] = { v->model, v->tools, x->tool_names, v->disallowed_tools,
-				 x->approval_mode, v->prompt, v->prompt_file };
+				 x->approval_mode, v->prompt, v->prompt_file, x->session_id };
 
 	for (size_t i = 0; i < AL_ARRAY_SIZE(names); i++)
 		if (strlen(names[i]) == len && !memcmp(names[i], name, len)) {
@@ -344,73 +390,54 @@ static char *expand(const char *arg, const struct values *x, bool *used_prompt,
 	return al_strbuf_detach(&sb, NULL);
 }
 
-/*
- * The arguments {session} stands for (runner.h), added at argv[*k]: at
- * most four. The session options of `codex exec resume` are its own:
- * --sandbox is not one of them, and the session keeps none.
- */
-static void session_args(char **argv, size_t *k, enum al_stream output,
-			 const struct al_runner_vars *v)
+/* The session arguments {session} stands for (runner.h): NULL for none. */
+static const char *const *session_list(const struct al_runner *r, struct values *x)
 {
-	const char *fresh = NULL, *resume = NULL;
+	const struct al_runner_session *s = al_runner_session(r);
 
-	switch (output) {
-	case AL_STREAM_TEXT:
-		return;
-	case AL_STREAM_CLAUDE:
-		fresh = "--no-session-persistence";
-		resume = "--resume";
-		break;
-	case AL_STREAM_CODEX:
-		fresh = "--ephemeral";
-		resume = "resume";
-		break;
-	case AL_STREAM_GEMINI:
-		resume = "--resume";
-		break;
-	case AL_STREAM_OPENCODE:
-		resume = "--session";
-		break;
+	if (!x->v->session_keep)
+		return s->fresh;
+	if (x->v->session && *x->v->session && s->resume) {
+		x->session_id = x->v->session;
+		return s->resume;
 	}
-	if (!v->session_keep) {
-		if (fresh)
-			argv[(*k)++] = al_strdup(fresh);
-		return;
-	}
-	if (!v->session || !*v->session)
-		return;
-	argv[(*k)++] = al_strdup(resume);
-	argv[(*k)++] = al_strdup(v->session);
-	if (output == AL_STREAM_CODEX) {
-		argv[(*k)++] = al_strdup("-c");
-		argv[(*k)++] = al_strdup("sandbox_mode=\"workspace-write\"");
-	}
+	x->session_id = x->v->session_new;
+	return s->start;
+}
+
+static size_t list_len(const char *const *list)
+{
+	size_t n = 0;
+
+	while (list && list[n])
+		n++;
+	return n;
 }
 
 char **al_runner_argv(const struct al_runner *r, const struct al_runner_vars *vars)
 {
-	struct values x = { vars, tool_names(vars->tools), "auto_edit" };
-	size_t n = 0, k = 0;
+	struct values x = { vars, tool_names(vars->tools), "auto_edit", NULL };
+	const char *const *session = session_list(r, &x);
+	size_t n = list_len(r->argv), k = 0;
 	bool used_prompt = false, used_file = false;
 	char **argv;
 
 	/* the shell when its role may need it, unless its tools leave Bash out */
 	if (vars->commands && (!vars->tools || al_tools_include(vars->tools, "Bash")))
 		x.approval_mode = "yolo";
-	while (r->argv[n])
-		n++;
-	argv = al_calloc(n * 4 + 2, sizeof(*argv)); /* each {session} may be four */
+	/* each argument may be {session}, which is the session's list */
+	argv = al_calloc(n * (list_len(session) + 1) + 2, sizeof(*argv));
 	for (size_t i = 0; i < n; i++) {
-		char *a;
+		bool is_session = !strcmp(r->argv[i], "{session}");
+		size_t m = is_session ? list_len(session) : 1;
 
-		if (!strcmp(r->argv[i], "{session}")) {
-			session_args(argv, &k, r->output, vars);
-			continue;
+		for (size_t j = 0; j < m; j++) {
+			char *a = expand(is_session ? session[j] : r->argv[i], &x, &used_prompt,
+					 &used_file);
+
+			if (a)
+				argv[k++] = a;
 		}
-		a = expand(r->argv[i], &x, &used_prompt, &used_file);
-
-		if (a)
-			argv[k++] = a;
 	}
 	if (r->prompt == AL_PROMPT_ARG && !used_prompt)
 		argv[k++] = al_strdup(vars->prompt ? vars->prompt : "");

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The references a newcomer reads name every key ailoop reads: each key of
 # an agent file's front matter and of a metric in docs/agent-reference.md,
-# each key of flow.yaml (top level, defaults, limits, runners, nodes of
-# every type, termination) in docs/flow-reference.md, both linked from the
-# README; and the README keeps "Getting started" right after "Build and
-# install", its benchmarks in docs/benchmarks.md.
+# each key of flow.yaml (top level, defaults, limits, runners and their
+# session, nodes of every type, termination) in docs/flow-reference.md,
+# both linked from the README; and the README keeps "Getting started"
+# right after "Build and install", its benchmarks in docs/benchmarks.md.
 . "$(dirname "$0")/lib.sh"
 
 src=$AILOOP_SRC/src/model
@@ -26,6 +26,7 @@ n=0
 for k in $(keys "$src/flow.c" top_keys) $(keys "$src/flow.c" default_keys) \
 	$(sed -n '/"max_agent_calls_per_hour", "max_agent_calls"/,/};/p' "$src/flow.c" | grep -o '"[a-z_]*"' | tr -d '"') \
 	$(sed -n '/char \*const keys\[\] = { "command", "prompt"/p' "$src/flow.c" | grep -o '"[a-z_]*"' | tr -d '"') \
+	$(keys "$src/flow_runner.c" keys) \
 	$(keys "$src/flow_fields.c" common_keys) $(keys "$src/flow_fields.c" loop_sensor_keys) \
 	$(keys "$src/flow_fields.c" loop_reactree_keys) $(keys "$src/flow_fields.c" parallel_keys) \
 	$(keys "$src/flow_fields.c" conditional_keys) $(keys "$src/flow_fields.c" action_keys) \

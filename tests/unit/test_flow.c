@@ -654,6 +654,74 @@ Test(flow, defaults_models_limits_runners)
 	cr_assert_not_null(al_runners_find(&flow->runners, "codex"), "built-ins stay");
 }
 
+Test(flow, a_runners_session)
+{
+	const struct al_runner *r;
+	const struct al_runner_session *s;
+
+	load_ok("runners:\n"
+		"  mine:\n"
+		"    command: [my-cli, '{session}']\n"
+		"    output: claude-json\n"
+		"    session:\n"
+		"      fresh: []\n"
+		"      start: [--session-id, '{session-id}']\n"
+		"      resume: [--resume, '{session-id}']\n"
+		"      cumulative_usage: true\n"
+		"  claude:\n"
+		"    session: {resume: [-r, '{session-id}']}\n"
+		"flow: {id: a, skill: x}\n");
+	r = al_runners_find(&flow->runners, "mine");
+	s = al_runner_session(r);
+	cr_assert_eq(s, &r->session);
+	cr_assert_null(s->fresh[0], "given empty: nothing");
+	cr_assert_str_eq(s->start[0], "--session-id");
+	cr_assert_str_eq(s->start[1], "{session-id}");
+	cr_assert_null(s->start[2]);
+	cr_assert_str_eq(s->resume[0], "--resume");
+	cr_assert(s->cumulative_usage);
+	/* a preset's session replaced; what it does not say, it does not do */
+	s = al_runner_session(al_runners_find(&flow->runners, "claude"));
+	cr_assert_str_eq(s->resume[0], "-r");
+	cr_assert_null(s->fresh);
+	cr_assert_null(s->start);
+	cr_assert_not(s->cumulative_usage);
+	/* a runner without one: its output format's */
+	s = al_runner_session(al_runners_find(&flow->runners, "codex"));
+	cr_assert_str_eq(s->fresh[0], "--ephemeral");
+	cr_assert(s->cumulative_usage);
+}
+
+Test(flow, a_runners_session_mistakes)
+{
+	load_bad("runners:\n"
+		 "  mine:\n"
+		 "    command: [my-cli, '{session}']\n"
+		 "    session:\n"
+		 "      fresh: ['--id={session-id}']\n"   /* 5 */
+		 "      start: --new\n"                   /* 6 */
+		 "      resume: [--resume]\n"             /* 7 */
+		 "      cumulative_usage: often\n"        /* 8 */
+		 "      restart: []\n"                    /* 9 */
+		 "  plain:\n"
+		 "    command: [my-cli]\n"
+		 "    session: {}\n"                      /* 12 */
+		 "  odd:\n"
+		 "    command: [my-cli, '{session}']\n"
+		 "    session: [--resume]\n"              /* 15 */
+		 "flow: {id: a, skill: x}\n",
+		 7);
+	unit_assert_diag(&diags, FLOW_FILE, 5, 14, "runner 'mine': a fresh agent has no session, so "
+			 "'fresh' cannot hold {session-id}");
+	unit_assert_diag(&diags, FLOW_FILE, 6, 14, "'start'");
+	unit_assert_diag(&diags, FLOW_FILE, 7, 15, "runner 'mine': 'resume' must hold {session-id}");
+	unit_assert_diag(&diags, FLOW_FILE, 8, 25, "'cumulative_usage'");
+	unit_assert_diag(&diags, FLOW_FILE, 9, 7, "unknown key 'restart' in session");
+	unit_assert_diag(&diags, FLOW_FILE, 12, 14, "runner 'plain' has a 'session' but no {session} "
+			 "argument in its command");
+	unit_assert_diag(&diags, FLOW_FILE, 15, 14, "'session'");
+}
+
 Test(flow, defaults_when_absent)
 {
 	load_ok("flow: {id: a, skill: x}\n");

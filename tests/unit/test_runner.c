@@ -297,6 +297,57 @@ Test(runner, a_flows_runner_places_the_session_where_its_template_says)
 	cr_assert(al_runner_uses(&r, "session"));
 }
 
+/*
+ * A runner's own session: its lists in place of its output format's:
+ * fresh, start (with the id ailoop chose) and resume (with the session's),
+ * each argument expanded as the command's are.
+ */
+Test(runner, a_runners_own_session_replaces_its_formats)
+{
+	static const char *const tmpl[] = { "my-cli", "{session}", "--json", NULL };
+	static const char *const fresh[] = { "--no-save", NULL };
+	static const char *const start[] = { "--session-id={session-id}", "--model={model}", NULL };
+	static const char *const resume[] = { "--resume", "{session-id}", NULL };
+	struct al_runner r = { .name = "mine", .argv = tmpl, .output = AL_STREAM_CLAUDE,
+			       .has_session = true, .session = { fresh, start, resume, true } };
+	struct al_runner_vars v = { .session = "abc" };
+	char *got;
+
+	cr_assert_eq(al_runner_session(&r), &r.session);
+	got = joined(al_runner_argv(&r, &v));
+	cr_assert_str_eq(got, "[my-cli] [--no-save] [--json]");
+	free(got);
+	v.session_keep = true;
+	got = joined(al_runner_argv(&r, &v));
+	cr_assert_str_eq(got, "[my-cli] [--resume] [abc] [--json]");
+	free(got);
+	v.session = NULL;
+	v.session_new = "u-1";
+	v.model = "m";
+	got = joined(al_runner_argv(&r, &v));
+	cr_assert_str_eq(got, "[my-cli] [--session-id=u-1] [--model=m] [--json]");
+	free(got);
+	/* no id chosen: the argument that would carry it is left out */
+	v.session_new = NULL;
+	got = joined(al_runner_argv(&r, &v));
+	cr_assert_str_eq(got, "[my-cli] [--model=m] [--json]");
+	free(got);
+	/* no resume: every call of an agent that continues is a first */
+	r.session.resume = NULL;
+	v.session = "abc";
+	got = joined(al_runner_argv(&r, &v));
+	cr_assert_str_eq(got, "[my-cli] [--model=m] [--json]");
+	free(got);
+	/* without its own, the format's: claude-json's, codex-json's cumulative usage */
+	r.has_session = false;
+	cr_assert_str_eq(al_runner_session(&r)->fresh[0], "--no-session-persistence");
+	cr_assert_not(al_runner_session(&r)->cumulative_usage);
+	r.output = AL_STREAM_CODEX;
+	cr_assert(al_runner_session(&r)->cumulative_usage);
+	r.output = AL_STREAM_TEXT;
+	cr_assert_null(al_runner_session(&r)->resume);
+}
+
 Test(runner, gemini_gets_the_shell_only_where_commands_may_run)
 {
 	struct al_runner_vars v = { .model = "gemini-2.5-pro", .commands = true };

@@ -64,7 +64,9 @@ struct al_call {
 	struct al_spend *spend;   /* where its cost is added; may be NULL */
 	char *session_key;        /* its entry in ctx->sessions, for an agent that continues */
 	char *resumed;            /* the session it continues, or NULL: a new one */
-	char *session_totals;     /* what its CLI counted in that session (codex), or NULL */
+	char *session_chosen;     /* the id ailoop gave a new session ({session-id}), or NULL */
+	char *session_totals;     /* what its CLI counted in that session, or NULL */
+	bool cumulative;          /* its CLI's usage counts the session's earlier calls too */
 	bool session_lost;        /* the CLI could not find that session (al_call_refresh) */
 	int64_t started;          /* its start in logs/agent-calls; 0: not an agent call */
 	char *wait_path;          /* the record of its wait for a rate limit's reset */

@@ -20,14 +20,17 @@
  * ({prompt-file} where the template says).
  *
  * {session}, an argument of its own, becomes the arguments that carry an
- * agent's CLI session for the runner's output format (al_runner_vars):
- * for an agent of `session: fresh`, those that keep no session
- * (claude-json --no-session-persistence, codex-json --ephemeral); for one
- * of `session: continue` with the id of its previous call, those that
- * resume it (claude-json and gemini-json --resume ID, opencode-json
- * --session ID, codex-json `resume ID -c sandbox_mode="workspace-write"`
- * after `exec` and its own options, as resume does not inherit the
- * sandbox); else nothing.
+ * agent's CLI session (struct al_runner_session): for an agent of
+ * `session: fresh`, `fresh`; for one of `session: continue`, `start` at its
+ * first call and `resume` once its node's state keeps the id of its
+ * previous call; {session-id} there is that id (or, in `start`, one
+ * ailoop chose for a CLI that takes it). A runner's `session:` says them;
+ * without it they are its output format's (al_stream_session): claude-json
+ * fresh --no-session-persistence, resume --resume ID; codex-json fresh
+ * --ephemeral, resume `resume ID -c sandbox_mode="workspace-write"` after
+ * `exec` and its own options, as resume does not inherit the sandbox, its
+ * usage cumulative; gemini-json resume --resume ID; opencode-json resume
+ * --session ID; text none.
  */
 enum al_prompt_mode { AL_PROMPT_STDIN, AL_PROMPT_ARG, AL_PROMPT_FILE };
 
@@ -47,6 +50,15 @@ enum al_models {
 	AL_MODELS_PROVIDER, /* provider/model */
 };
 
+/* How a runner's CLI keeps sessions: each list NULL-terminated, or NULL for none. */
+struct al_runner_session {
+	const char *const *fresh;  /* an agent of session: fresh */
+	const char *const *start;  /* the first call of one that continues; may hold {session-id} */
+	const char *const *resume; /* a later call of it, with {session-id}; NULL: none resumes */
+	/* the usage a resumed session prints counts its earlier calls too */
+	bool cumulative_usage;
+};
+
 struct al_runner {
 	const char *name;
 	const char *const *argv; /* NULL-terminated template */
@@ -56,12 +68,19 @@ struct al_runner {
 	bool owns_argv;
 	enum al_models models;
 	enum al_stream output; /* what its program prints (usage.h): text unless a preset's */
+	struct al_runner_session session; /* the flow's `session:` if has_session */
+	bool has_session;
 };
 
 struct al_runners {
 	struct al_runner *v;
 	size_t n, alloc;
 };
+
+/* The sessions of runner `r`: its own `session:`, else its output format's. */
+const struct al_runner_session *al_runner_session(const struct al_runner *r);
+/* True if a session's first call gives the CLI an id ailoop chose: {session-id} in `start`. */
+bool al_runner_session_chosen(const struct al_runner *r);
 
 /* Fills `rs` with the built-in presets: claude, codex, gemini, aider, opencode. */
 void al_runners_init(struct al_runners *rs);
@@ -104,6 +123,7 @@ struct al_runner_vars {
 	const char *prompt_file; /* for prompt: file */
 	bool session_keep;       /* the agent continues its sessions: none is thrown away */
 	const char *session;     /* the session to resume ({session}), or NULL */
+	const char *session_new; /* the id a first call's {session-id} gives, or NULL */
 };
 
 /*
