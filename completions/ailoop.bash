@@ -199,7 +199,7 @@ _ailoop()
 			[[ ${COMP_WORDS[i]} == episodes ]] && break
 		done
 		((COMP_CWORD == i + 1)) &&
-			mapfile -t COMPREPLY < <(compgen -W "list show forget" -- "$cur")
+			mapfile -t COMPREPLY < <(compgen -W "list show search forget" -- "$cur")
 		;;
 	help)
 		mapfile -t COMPREPLY < <(compgen -W "$(_ailoop_commands "$prog")" -- "$cur")

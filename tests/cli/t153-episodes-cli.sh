@@ -85,7 +85,11 @@ expect_rc 64 "show without an id"
 run "$AILOOP" episodes show "$first" --json
 expect_rc 64 "--json to show"
 run "$AILOOP" episodes search x
-expect_rc 64 "not a command of this build's"
+expect_rc 0 "search is a subcommand"
+run "$AILOOP" episodes frobnicate
+expect_rc 64 "an unknown subcommand"
+expect_in "$err" "unknown episodes command 'frobnicate' (list, show, search or forget)" \
+	"names the subcommands"
 run "$AILOOP" episodes
 expect_rc 64 "no command"
 expect_eq "$(git rev-parse refs/ailoop/episodes)" "$tip" "none of them wrote"
