@@ -27,13 +27,13 @@
 #define STEPS_MAX 50
 
 /*
- * Whether this run records episodes: the one place that decides it
- * (the flow's `episodes: enabled` belongs here).
+ * Whether node `n` records its episode: the one place that decides it,
+ * `episodes: enabled` of the flow or of the node's subtree. A flow that
+ * cannot be read (NULL) keeps the default: recorded.
  */
-static bool recording(const struct al_exec *ex)
+static bool recording(const struct al_flow *flow, const struct al_node *n)
 {
-	(void)ex;
-	return true;
+	return !flow || al_episodes_enabled(flow, n);
 }
 
 /* A node that ended, as the run keeps it: what its episode is made of. */
@@ -339,12 +339,26 @@ void al_node_episode(struct al_node_run *nr)
 			   nr->dir, nr->task, nr->parent_label ? nr->parent_label : "", &nr->st,
 			   nr->st.iteration };
 
-	if (!recording(nr->ex) || store_damaged || !al_node_state_final(&nr->st))
+	if (!recording(nr->ex->flow, n) || store_damaged || !al_node_state_final(&nr->st))
 		return;
 	/* a sensor-form loop's iteration 0 measures, and its last only judges (node.c) */
 	if (n->type == AL_NODE_LOOP && n->sensor_form && !nr->st.brk)
 		e.iterations = nr->st.iteration > 0 ? nr->st.iteration - 1 : 0;
 	record(&e);
+}
+
+/* Whether the root of the run's flow, as it is now, records its episode. */
+static bool root_records(const struct al_run *run)
+{
+	struct al_diags d = AL_DIAGS_INIT;
+	struct al_flow *flow = NULL;
+	bool on = true;
+
+	if (run->st.flow && al_flow_load(&flow, run->st.flow, &d) == 0)
+		on = recording(flow, flow->root);
+	al_flow_free(flow);
+	al_diags_release(&d);
+	return on;
 }
 
 void al_exec_ended_run_episode(struct al_git *g, struct al_run *run)
@@ -372,7 +386,7 @@ void al_exec_ended_run_episode(struct al_git *g, struct al_run *run)
 				    st.type ? st.type : "loop", dir, task.buf, "", &st, st.iteration };
 		if (al_md_read(&result, path) == 0 && al_md_str(&result, "iterations-executed"))
 			e.iterations = atoi(al_md_str(&result, "iterations-executed"));
-		if (!store_damaged)
+		if (!store_damaged && root_records(run))
 			record(&e);
 	}
 	al_md_release(&result);

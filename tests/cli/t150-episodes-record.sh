@@ -167,4 +167,25 @@ expect_in "$err" "line 2 of index.tsv cannot be read" "bad-line: the warning say
 run "$AILOOP" episodes list
 expect_rc 65 "list of a damaged ref"
 expect_in "$err" "line 2 of index.tsv cannot be read" "list says why"
+# --- episodes: enabled: false, for the flow or for a node's subtree -------------------
+R=$TEST_TMP/off
+loop_repo "$R" a b
+nested_flow "$R"
+printf 'episodes:\n  enabled: false\n' >>"$R/.ai-loop/flow.yaml"
+commit_all "$R"
+cd "$R" || exit 1
+run "$AILOOP" run "deliver everything"
+expect_rc 0 "a run with episodes off"
+git rev-parse -q --verify refs/ailoop/episodes >/dev/null && fail "episodes off: nothing is recorded" ||
+	pass
+R=$TEST_TMP/inner-off
+loop_repo "$R" a b
+nested_flow "$R"
+sed -i 's/^      termination: {max_iterations: 5}$/&\n      episodes: {enabled: false}/' "$R/.ai-loop/flow.yaml"
+commit_all "$R"
+cd "$R" || exit 1
+run "$AILOOP" run "deliver everything"
+expect_rc 0 "a run with the inner loop's episodes off"
+expect_eq "$(git show refs/ailoop/episodes:index.tsv | sed 1d | cut -f3 | tr '\n' ' ')" "delivery " \
+	"the inner loop's subtree records none, the root its own"
 finish
