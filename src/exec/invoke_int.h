@@ -9,4 +9,11 @@ char *al_call_absolute(const struct al_exec *ex, const char *rel);
 /* (invoke_prompt.c) The call's prompt (call->prompt): the agent file's body, its placeholders filled. */
 void al_call_render_prompt(struct al_call *call, const struct al_exec *ex, const char *task_file);
 
+/*
+ * (invoke_usage.c) What the call's program printed, read (usage.h), and
+ * what it cost: recorded in logs/agent-calls and as an agent_usage event,
+ * summed for the next commit's [cost] line.
+ */
+void al_call_count_usage(struct al_call *call);
+
 #endif

@@ -33,7 +33,8 @@ void loader_episodes(struct loader *l, const struct al_val *v, struct al_episode
 void loader_read_money(struct loader *l, const struct al_val *v, const char *key, double *out);
 void loader_read_tokens(struct loader *l, const struct al_val *v, const char *key,
 			long long *out);
-/* (flow_runner.c) A runner's `session:` map into r->session. */
+/* (flow_runner.c) A runner of `runners:`, named by `k`; its `session:` map into r->session. */
+void loader_runner(struct loader *l, const struct al_val *k, const struct al_val *v);
 void loader_runner_session(struct loader *l, struct al_runner *r, const struct al_val *v);
 /* (flow_hooks.c) The `hooks:` section; loader_hooks_free() what it allocated. */
 void loader_hooks(struct loader *l, const struct al_val *v);

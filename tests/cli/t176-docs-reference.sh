@@ -25,8 +25,7 @@ done
 n=0
 for k in $(keys "$src/flow.c" top_keys) $(keys "$src/flow.c" default_keys) \
 	$(sed -n '/"max_agent_calls_per_hour", "max_agent_calls"/,/};/p' "$src/flow.c" | grep -o '"[a-z_]*"' | tr -d '"') \
-	$(sed -n '/char \*const keys\[\] = { "command", "prompt"/p' "$src/flow.c" | grep -o '"[a-z_]*"' | tr -d '"') \
-	$(keys "$src/flow_runner.c" keys) \
+	$(grep "char \*const keys\[\] = {.*};" "$src/flow_runner.c" | grep -o '"[a-z_]*"' | tr -d '"') \
 	$(keys "$src/flow_fields.c" common_keys) $(keys "$src/flow_fields.c" loop_sensor_keys) \
 	$(keys "$src/flow_fields.c" loop_reactree_keys) $(keys "$src/flow_fields.c" parallel_keys) \
 	$(keys "$src/flow_fields.c" conditional_keys) $(keys "$src/flow_fields.c" action_keys) \
