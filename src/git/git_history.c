@@ -9,6 +9,7 @@
 #include "ailoop/base/util.h"
 
 #include <git2.h>
+#include <git2/sys/odb_backend.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +213,60 @@ int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_s
 	al_strbuf_add(out, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
 done:
 	git_blob_free(blob);
+	git_tree_entry_free(entry);
+	git_tree_free(tree);
+	git_object_free(obj);
+	return rc;
+}
+
+/*
+ * The blob `id` as its store holds it, not hashed again: hashing a blob
+ * of megabytes costs more than inflating it, and zlib's own check already
+ * catches a damaged object. (A store of packs looks for packs made since
+ * it last did, as libgit2's own lookup does.) 1 if no store has it as a blob.
+ */
+static int read_unhashed(struct al_git *g, const git_oid *id,
+			 void (*fn)(const char *buf, size_t len, void *data), void *data)
+{
+	git_odb *odb = NULL;
+	git_odb_backend *b;
+	int rc = 1;
+
+	if (git_repository_odb(&odb, g->repo) < 0)
+		return 1;
+	for (size_t i = 0; rc && i < git_odb_num_backends(odb); i++) {
+		void *buf = NULL;
+		size_t len = 0;
+		git_object_t type = GIT_OBJECT_INVALID;
+
+		if (git_odb_get_backend(&b, odb, i) < 0 || !b->read ||
+		    b->read(&buf, &len, &type, b, id) < 0)
+			continue;
+		if (type == GIT_OBJECT_BLOB) {
+			fn(buf, len, data);
+			rc = 0;
+		}
+		git_odb_backend_data_free(b, buf);
+	}
+	git_error_clear();
+	git_odb_free(odb);
+	return rc;
+}
+
+int al_git_read_shown(struct al_git *g, const char *rev, const char *path,
+		      void (*fn)(const char *buf, size_t len, void *data), void *data)
+{
+	git_object *obj = NULL;
+	git_tree *tree = NULL;
+	git_tree_entry *entry = NULL;
+	int rc = 0;
+
+	if (lookup_rev(&obj, g, rev) < 0 ||
+	    git_object_peel((git_object **)&tree, obj, GIT_OBJECT_TREE) < 0)
+		rc = al_err(AL_ENOTFOUND, "no revision '%s'", rev);
+	else if (git_tree_entry_bypath(&entry, tree, path) < 0 ||
+		 read_unhashed(g, git_tree_entry_id(entry), fn, data))
+		rc = al_err(AL_ENOTFOUND, "'%s' is not in '%s'", path, rev);
 	git_tree_entry_free(entry);
 	git_tree_free(tree);
 	git_object_free(obj);

@@ -30,11 +30,16 @@ static void warn_once(const char *commit, char *msg)
 	free(msg);
 }
 
+/* The index parsed from the blob's own bytes: they are not copied first. */
+static void parse_index(const char *buf, size_t len, void *data)
+{
+	*(struct al_episode_index **)data = al_episode_index_parse(buf, len);
+}
+
 const struct al_episode_index *al_episodes_recall_index(struct al_git *g, char commit[AL_OID_HEX])
 {
 	char hex[AL_OID_HEX];
-	struct al_strbuf blob = AL_STRBUF_INIT;
-	struct al_episode_index *x;
+	struct al_episode_index *x = NULL;
 	int rc = al_git_ref_id(g, AL_EPISODES_REF, hex);
 
 	if (commit)
@@ -54,15 +59,12 @@ const struct al_episode_index *al_episodes_recall_index(struct al_git *g, char c
 	al_episode_index_free(cache.index);
 	cache.index = NULL;
 	*cache.commit = '\0';
-	if (al_git_read(g, hex, AL_EPISODES_INDEX, &blob) < 0) {
+	if (al_git_read_shown(g, hex, AL_EPISODES_INDEX, parse_index, &x) < 0) {
 		warn_once(hex, al_xprintf("episodes are left out: " AL_EPISODES_REF " is damaged: "
 					  "%s", al_errmsg()));
 		memcpy(cache.damaged, hex, AL_OID_HEX);
-		al_strbuf_release(&blob);
 		return NULL;
 	}
-	x = al_episode_index_parse(blob.buf, blob.len);
-	al_strbuf_release(&blob);
 	if (x->bad_header) {
 		warn_once(hex, al_xprintf("episodes are left out: " AL_EPISODES_REF " is damaged: "
 					  "its " AL_EPISODES_INDEX " does not begin with '%s'",
@@ -151,11 +153,16 @@ static bool plain_name(const char *s)
 	return *s && strcmp(s, ".") && strcmp(s, "..") && !strchr(s, '/') && !strchr(s, '\\');
 }
 
+static void parse_json(const char *buf, size_t len, void *data)
+{
+	*(json_t **)data = json_loadb(buf, len, JSON_ALLOW_NUL, NULL);
+}
+
 /* `summary` and `reasoning` of the episode's own file, as far as it can be read. */
 static void add_details(struct al_strbuf *out, struct al_git *g, const char *commit,
 			const struct al_episode *e)
 {
-	struct al_strbuf path = AL_STRBUF_INIT, blob = AL_STRBUF_INIT;
+	struct al_strbuf path = AL_STRBUF_INIT;
 	json_t *root = NULL;
 	static const struct {
 		const char *key, *ok_label, *other_label;
@@ -167,8 +174,8 @@ static void add_details(struct al_strbuf *out, struct al_git *g, const char *com
 	if (!g || !*commit || !plain_name(e->run))
 		return;
 	al_strbuf_addf(&path, "runs/%s/%s.json", e->run, e->id);
-	if (al_git_read(g, commit, path.buf, &blob) == 0)
-		root = json_loadb(blob.buf, blob.len, JSON_ALLOW_NUL, NULL);
+	/* (a file that cannot be read leaves root NULL: the entry without its details) */
+	al_git_read_shown(g, commit, path.buf, parse_json, &root);
 	for (size_t i = 0; json_is_object(root) && i < AL_ARRAY_SIZE(shown); i++) {
 		json_t *v = json_object_get(root, shown[i].key);
 
@@ -180,7 +187,6 @@ static void add_details(struct al_strbuf *out, struct al_git *g, const char *com
 	}
 	json_decref(root);
 	al_strbuf_release(&path);
-	al_strbuf_release(&blob);
 }
 
 static void add_entry(struct al_strbuf *out, struct al_git *g, const char *commit,

@@ -271,6 +271,13 @@ int al_git_ref_id(struct al_git *g, const char *ref, char hex[AL_OID_HEX]);
 
 /* The content of `path` in the tree of `rev`. AL_ENOTFOUND if absent. */
 int al_git_read(struct al_git *g, const char *rev, const char *path, struct al_strbuf *out);
+/*
+ * As al_git_read(), for what is only shown (a prompt's past episodes),
+ * never built on: the blob is not hashed again as it is read, and its
+ * bytes are lent to `fn`, valid during the call only.
+ */
+int al_git_read_shown(struct al_git *g, const char *rev, const char *path,
+		      void (*fn)(const char *buf, size_t len, void *data), void *data);
 
 /* One file a commit changed: lines added and deleted (0 and 0 if binary). */
 struct al_git_file_stat {
