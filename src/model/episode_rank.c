@@ -31,22 +31,54 @@ static const char *const stop_words[] = {
  */
 static unsigned char word_table[256];
 
+/*
+ * The stop words, every one of 2 to 4 letters, each packed into an integer
+ * (its bytes, the first lowest), in an open-addressing set: a short word of
+ * the index is looked up with one multiplication, not compared with each.
+ */
+#define STOP_SLOTS 64
+static uint32_t stop_set[STOP_SLOTS];
+
+static uint32_t pack_word(const unsigned char *w, size_t len)
+{
+	uint32_t k = 0;
+
+	for (size_t i = 0; i < len; i++)
+		k |= (uint32_t)word_table[w[i]] << (8 * i);
+	return k;
+}
+
+static size_t stop_slot(uint32_t k)
+{
+	return (size_t)((k * 2654435761u) >> 26); /* the top 6 bits: STOP_SLOTS */
+}
+
 static void word_table_init(void)
 {
 	for (int c = 0; c < 256; c++)
 		word_table[c] = (unsigned char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a'
 						: ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
 						   c >= 0x80) ? c : 0);
+	for (size_t i = 0; i < AL_ARRAY_SIZE(stop_words); i++) {
+		uint32_t k = pack_word((const unsigned char *)stop_words[i], strlen(stop_words[i]));
+		size_t j = stop_slot(k);
+
+		while (stop_set[j])
+			j = (j + 1) % STOP_SLOTS;
+		stop_set[j] = k;
+	}
 }
 
 /* (every stop word has 2 to 4 letters: a longer word is looked at no further) */
-static bool stop_word(const char *w, size_t len)
+static bool stop_word(const unsigned char *w, size_t len)
 {
+	uint32_t k;
+
 	if (len > 4)
 		return false;
-	for (size_t i = 0; i < AL_ARRAY_SIZE(stop_words); i++)
-		if (stop_words[i][0] == w[0] && !strncmp(stop_words[i], w, len) &&
-		    !stop_words[i][len])
+	k = pack_word(w, len); /* never 0: a word's bytes are not */
+	for (size_t j = stop_slot(k); stop_set[j]; j = (j + 1) % STOP_SLOTS)
+		if (stop_set[j] == k)
 			return true;
 	return false;
 }
@@ -61,7 +93,6 @@ void al_episode_terms(const char *text, size_t len, void (*fn)(uint32_t term, vo
 	while (p < end) {
 		const unsigned char *start;
 		uint32_t h = 2166136261u;
-		char word[4];
 		size_t wl;
 
 		while (p < end && !word_table[*p])
@@ -70,14 +101,8 @@ void al_episode_terms(const char *text, size_t len, void (*fn)(uint32_t term, vo
 		for (; p < end && word_table[*p]; p++)
 			h = (h ^ word_table[*p]) * 16777619u;
 		wl = (size_t)(p - start);
-		if (wl < 2)
+		if (wl < 2 || stop_word(start, wl))
 			continue;
-		if (wl <= sizeof(word)) {
-			for (size_t i = 0; i < wl; i++)
-				word[i] = (char)word_table[start[i]];
-			if (stop_word(word, wl))
-				continue;
-		}
 		fn(h, data);
 	}
 }
@@ -271,8 +296,53 @@ static int hit_cmp(const void *pa, const void *pb)
 	return a->e > b->e ? -1 : a->e < b->e; /* the newer (later in the index) first */
 }
 
+static void sift_down(struct al_episode_hit *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t worst = i, l = 2 * i + 1, r = l + 1;
+		struct al_episode_hit t;
+
+		if (l < n && hit_cmp(&h[l], &h[worst]) > 0)
+			worst = l;
+		if (r < n && hit_cmp(&h[r], &h[worst]) > 0)
+			worst = r;
+		if (worst == i)
+			return;
+		t = h[i];
+		h[i] = h[worst];
+		h[worst] = t;
+		i = worst;
+	}
+}
+
+/*
+ * Moves the best `k` of the `n` hits to the front, in no order, and
+ * returns k: a heap of the best so far, its worst on top, that most hits
+ * of a large index leave as it is. Sorting them all cost more than the
+ * rest of a ranking; hit_cmp is a total order, so the best k are the same
+ * k a sort puts first.
+ */
+static size_t keep_best(struct al_episode_hit *h, size_t n, size_t k)
+{
+	for (size_t i = k / 2; i-- > 0;)
+		sift_down(h, k, i);
+	for (size_t i = k; i < n; i++)
+		if (hit_cmp(&h[i], &h[0]) < 0) {
+			h[0] = h[i];
+			sift_down(h, k, 0);
+		}
+	return k;
+}
+
 void al_episode_rank(struct al_episode_hit **out, size_t *nout, const struct al_episode_index *x,
 		     const struct al_episode_query *q)
+{
+	al_episode_rank_best(out, nout, x, q, 0);
+}
+
+void al_episode_rank_best(struct al_episode_hit **out, size_t *nout,
+			  const struct al_episode_index *x, const struct al_episode_query *q,
+			  size_t max)
 {
 	size_t qlen = q->text ? strlen(q->text) : 0, cap = 16, nhits = 0;
 	struct qset s = { 0 };
@@ -337,6 +407,8 @@ void al_episode_rank(struct al_episode_hit **out, size_t *nout, const struct al_
 		if (score > 0)
 			hits[nhits++] = (struct al_episode_hit){ e, score };
 	}
+	if (max && nhits > max)
+		nhits = keep_best(hits, nhits, max);
 	qsort(hits, nhits, sizeof(*hits), hit_cmp);
 	if (nhits) {
 		*out = hits;

@@ -215,7 +215,12 @@ void al_episodes_section(struct al_strbuf *out, struct al_episodes_given *given,
 	size_t n, start = out->len, budget = max_tokens > 0 ? (size_t)max_tokens * 4 : 0;
 	size_t alloc = 0;
 
-	al_episode_rank(&hits, &n, x, q);
+	/*
+	 * An entry is 43 bytes at least ("### ", " (run ", ", ", "): success
+	 * after 0 iterations", its blank lines): no more than budget / 43 fit,
+	 * and the one after them is looked at. The rest need not be sorted.
+	 */
+	al_episode_rank_best(&hits, &n, x, q, budget / 43 + 1);
 	if (!n)
 		return;
 	al_strbuf_adds(out, "## Past episodes\n\nEpisodes of earlier runs whose tasks are most "

@@ -197,3 +197,53 @@ Test(episode_rank, terms_of_text_beyond_ascii)
 	al_episode_index_free(x);
 	al_strbuf_release(&sb);
 }
+
+Test(episode_rank, the_best_few_are_the_ranking_s_first)
+{
+	struct al_strbuf sb = AL_STRBUF_INIT;
+	static const char *const words[] = { "parser", "lexer", "cache", "tests", "http" };
+	struct al_episode_index *x;
+	struct al_episode_hit *all, *best;
+	size_t n, k;
+	struct al_episode_query q = { "parser lexer cache tests", NULL, true };
+
+	al_strbuf_adds(&sb, HEADER);
+	/* ties of score among outcomes and ages, every 7th one a failure */
+	for (int i = 0; i < 300; i++) {
+		char id[13], run[16], goal[64];
+
+		snprintf(id, sizeof(id), "%012x", i);
+		snprintf(run, sizeof(run), "run_%d", i);
+		snprintf(goal, sizeof(goal), "%s %s %s", words[i % 5], words[(i * 3) % 5],
+			 words[(i / 7) % 5]);
+		line(&sb, id, run, "fix", i % 7 ? "success" : "failure", goal, "ship");
+	}
+	x = al_episode_index_parse(sb.buf, sb.len);
+	al_episode_rank(&all, &n, x, &q);
+	cr_assert_gt(n, 200);
+	for (k = 1; k <= n + 1; k += k < 20 ? 1 : 37) {
+		size_t m;
+
+		al_episode_rank_best(&best, &m, x, &q, k);
+		cr_assert_eq(m, k < n ? k : n);
+		for (size_t i = 0; i < m; i++)
+			cr_assert_eq(best[i].e, all[i].e, "hit %zu of the best %zu", i, k);
+		free(best);
+	}
+	al_episode_rank_best(&best, &k, x, &q, 0);
+	cr_assert_eq(k, n, "0: every one");
+	free(best);
+	free(all);
+	al_episode_index_free(x);
+	al_strbuf_release(&sb);
+}
+
+Test(episode_rank, stop_words_in_any_case_and_words_like_them)
+{
+	struct al_episode_index *x = parse(HEADER "0123456789ab\trun_1\tfix\tloop\tsuccess\t"
+					   "2026-11-20T10:00:00Z\t3\tThe FROM With thee fro wit\t\n");
+
+	/* fix thee fro wit: The, FROM and With are stop words, the others not */
+	cr_assert_eq(x->v[0].nterms, 4);
+	al_episode_index_free(x);
+}

@@ -71,6 +71,10 @@ struct al_episode_hit {
  */
 void al_episode_rank(struct al_episode_hit **out, size_t *n, const struct al_episode_index *x,
 		     const struct al_episode_query *q);
+/* The same, only the best `max` of them (every one if max is 0). */
+void al_episode_rank_best(struct al_episode_hit **out, size_t *n,
+			  const struct al_episode_index *x, const struct al_episode_query *q,
+			  size_t max);
 
 /*
  * Calls `fn` for each term of `text` (words of ASCII letters and digits,
