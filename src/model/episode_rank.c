@@ -285,6 +285,11 @@ static void qset_add(uint32_t t, void *data)
 	s->slot[i] = (int)s->n++;
 }
 
+/* A term of the query (its index in df, idf) and how often an episode has it. */
+struct term_count {
+	uint32_t term, n;
+};
+
 static int hit_cmp(const void *pa, const void *pb)
 {
 	const struct al_episode_hit *a = pa, *b = pb;
@@ -346,7 +351,9 @@ void al_episode_rank_best(struct al_episode_hit **out, size_t *nout,
 {
 	size_t qlen = q->text ? strlen(q->text) : 0, cap = 16, nhits = 0;
 	struct qset s = { 0 };
-	size_t *df = NULL, *stamp = NULL, *tf = NULL, *touched = NULL, ntouched;
+	size_t *df = NULL, *tf = NULL, *touched = NULL, ntouched, *first = NULL, ncand = 0;
+	size_t nfound = 0, found_alloc = 0;
+	struct term_count *found = NULL; /* the query's terms of each candidate, in order */
 	double *idf = NULL;
 	struct al_episode_hit *hits = NULL;
 
@@ -364,32 +371,20 @@ void al_episode_rank_best(struct al_episode_hit **out, size_t *nout,
 	if (!s.n)
 		goto done;
 	df = al_calloc(s.n, sizeof(*df));
-	stamp = al_calloc(s.n, sizeof(*stamp));
 	tf = al_calloc(s.n, sizeof(*tf));
 	touched = al_calloc(s.n, sizeof(*touched)); /* the query's terms an episode has */
 	idf = al_calloc(s.n, sizeof(*idf));
-	/* document frequencies over the whole index: the same scores for every asker */
-	for (size_t d = 0; d < x->n; d++)
-		for (uint32_t k = 0; k < x->v[d].nterms; k++) {
-			long j = qset_find(&s, x->terms[x->v[d].first_term + k]);
-
-			if (j >= 0 && stamp[j] != d + 1) {
-				stamp[j] = d + 1;
-				df[j]++;
-			}
-		}
-	for (size_t j = 0; j < s.n; j++)
-		idf[j] = log(1.0 + ((double)x->n - (double)df[j] + 0.5) / ((double)df[j] + 0.5));
 	hits = al_malloc(x->n * sizeof(*hits));
+	first = al_malloc((x->n + 1) * sizeof(*first));
+	/*
+	 * One pass over every term of the index: the document frequencies
+	 * (over the whole index: the same scores for every asker), and the
+	 * query's terms of each episode that may be given, kept with their
+	 * counts to be scored once the frequencies are known.
+	 */
 	for (size_t d = 0; d < x->n; d++) {
 		const struct al_episode *e = &x->v[d];
-		double score = 0, norm;
 
-		if ((q->exclude_run && !strcmp(e->run, q->exclude_run)) ||
-		    (!q->include_failures && e->outcome != AL_EPISODE_SUCCESS))
-			continue;
-		norm = AL_BM25_K1 * (1.0 - AL_BM25_B + AL_BM25_B * (double)e->nterms /
-				     (x->avg_len > 0 ? x->avg_len : 1.0));
 		ntouched = 0;
 		for (uint32_t k = 0; k < e->nterms; k++) {
 			long j = qset_find(&s, x->terms[e->first_term + k]);
@@ -397,12 +392,34 @@ void al_episode_rank_best(struct al_episode_hit **out, size_t *nout,
 			if (j >= 0 && !tf[j]++)
 				touched[ntouched++] = (size_t)j;
 		}
+		if (ntouched && !(q->exclude_run && !strcmp(e->run, q->exclude_run)) &&
+		    (q->include_failures || e->outcome == AL_EPISODE_SUCCESS)) {
+			hits[ncand].e = e;
+			first[ncand++] = nfound;
+			for (size_t t = 0; t < ntouched; t++) {
+				AL_GROW(found, nfound, found_alloc);
+				found[nfound++] = (struct term_count){ (uint32_t)touched[t],
+								      (uint32_t)tf[touched[t]] };
+			}
+		}
 		for (size_t t = 0; t < ntouched; t++) {
-			size_t j = touched[t];
-			double f = (double)tf[j];
+			df[touched[t]]++;
+			tf[touched[t]] = 0; /* clean for the next episode */
+		}
+	}
+	first[ncand] = nfound;
+	for (size_t j = 0; j < s.n; j++)
+		idf[j] = log(1.0 + ((double)x->n - (double)df[j] + 0.5) / ((double)df[j] + 0.5));
+	for (size_t c = 0; c < ncand; c++) {
+		const struct al_episode *e = hits[c].e;
+		double score = 0, norm;
 
-			score += idf[j] * f * (AL_BM25_K1 + 1.0) / (f + norm);
-			tf[j] = 0; /* clean for the next episode */
+		norm = AL_BM25_K1 * (1.0 - AL_BM25_B + AL_BM25_B * (double)e->nterms /
+				     (x->avg_len > 0 ? x->avg_len : 1.0));
+		for (size_t t = first[c]; t < first[c + 1]; t++) {
+			double f = (double)found[t].n;
+
+			score += idf[found[t].term] * f * (AL_BM25_K1 + 1.0) / (f + norm);
 		}
 		if (score > 0)
 			hits[nhits++] = (struct al_episode_hit){ e, score };
@@ -418,7 +435,8 @@ void al_episode_rank_best(struct al_episode_hit **out, size_t *nout,
 done:
 	free(hits);
 	free(df);
-	free(stamp);
+	free(first);
+	free(found);
 	free(tf);
 	free(touched);
 	free(idf);
