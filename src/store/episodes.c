@@ -370,7 +370,13 @@ int al_episode_record(struct al_git *g, const struct al_episode *ep)
 		line_of(&index, ep);
 		edits[0] = (struct al_git_edit){ AL_EPISODES_INDEX, index.buf, index.len };
 		edits[1] = (struct al_git_edit){ path, json, strlen(json) };
-		al_crash_point("episode written");
+		/*
+		 * A point once per episode, not per attempt: a retry happens
+		 * only when another process moved the ref at the same instant,
+		 * and a run's crash points must be the same from run to run.
+		 */
+		if (!attempt)
+			al_crash_point("episode written");
 		rc = al_git_ref_append(g, AL_EPISODES_REF, tip, edits, 2, msg.buf, hex);
 		if (rc == 0)
 			al_crash_point("episode recorded");
