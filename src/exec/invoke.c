@@ -1,6 +1,7 @@
 #include "ailoop/exec/invoke.h"
 #include "invoke_int.h"
 #include "ailoop/exec/budget.h"
+#include "ailoop/exec/rate_wait.h"
 #include "ailoop/exec/feedback.h"
 #include "ailoop/base/fsutil.h"
 #include "ailoop/git/git.h"

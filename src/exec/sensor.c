@@ -1,5 +1,6 @@
 #include "ailoop/exec/sensor.h"
 #include "ailoop/exec/budget.h"
+#include "ailoop/exec/rate_wait.h"
 #include "ailoop/model/check.h"
 #include "ailoop/base/fsutil.h"
 #include "ailoop/exec/invoke.h"

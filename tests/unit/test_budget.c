@@ -1,4 +1,5 @@
 #include "ailoop/exec/budget.h"
+#include "ailoop/exec/rate_wait.h"
 #include "ailoop/exec/exec.h"
 #include "ailoop/model/flow.h"
 #include "ailoop/store/run.h"

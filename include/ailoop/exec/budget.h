@@ -4,7 +4,6 @@
 #include "ailoop/exec/exec.h"
 #include "ailoop/proc/proc.h"
 
-#include <pcre2.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -45,8 +44,8 @@
  * is run again after a back-off of rate_limit_backoff_seconds, doubling
  * with each attempt, at most AL_RATE_LIMIT_BACKOFF_MAX; or, when the CLI
  * says when its limit resets, at that time and a margin, at most
- * rate_limit_max_wait_seconds away. Its failure is not the node's. Each
- * attempt is an agent call.
+ * rate_limit_max_wait_seconds away (exec/rate_wait.h). Its failure is not
+ * the node's. Each attempt is an agent call.
  */
 #define AL_BUDGET_FILE AL_RUN_AGENTS_DIR "/agent-calls"
 /* (the limits' defaults and bounds: model/flow.h) */
@@ -129,38 +128,26 @@ int al_budget_blocked(struct al_exec *ex, const char *limit, const char *how, co
 int al_budget_cost_check(struct al_exec *ex, const struct al_node *node, const char *what);
 
 /*
- * Whether an agent's failure `r` is a rate limit: its output (stdout and
- * stderr) matches the flow's pattern, or, printed in claude's `stream`,
- * says the request was rejected for it (rate_limit_event). *reset_at (if
- * not NULL) is then when the limit resets, as the stream or the message
- * says (proc/ratelimit.h), or 0 if neither says.
+ * Waits until al_budget_now() reaches `until`, a countdown on a terminal
+ * (`what` says what for). AL_EINTR at an interrupt; AL_ETIMEOUT once the
+ * node's deadline `deadline_ms` (al_now_ms(); 0: none) comes first. It
+ * stops early, returning 0, once the run's time budget is spent, which
+ * the caller then finds. A clock that moves back does not make the wait
+ * longer: `until` moves back with it, and `*back` (if not NULL) adds how
+ * far it went.
  */
-bool al_rate_limited(const struct al_flow *flow, enum al_stream stream,
-		     const struct al_proc_result *r, int64_t *reset_at);
+int al_budget_wait(struct al_exec *ex, int64_t until, const char *what, int64_t deadline_ms,
+		   int64_t *back);
 
-/* How long after a provider's reset a call tries again: its clock may be ahead of ours. */
-#define AL_RATE_LIMIT_RESET_MARGIN 30
+/* `s` seconds as "M:SS" or "H:MM:SS", in `buf`. */
+void al_budget_span(char *buf, size_t size, int64_t s);
 
 /*
- * Waits before the `attempt`-th (0-based) retry of a rate-limited agent:
- * until `reset_at` and the margin (a reset past: the margin alone), at
- * most limits.rate_limit_max_wait_seconds; with no reset known
- * (`reset_at` 0), the back-off, doubling. A wait for a reset is recorded
- * in the file `record` (if not NULL) until it has been waited, for
- * al_rate_limit_resume. No longer than the run's time budget lasts;
- * AL_EINTR if interrupted, AL_ETIMEOUT if the node's deadline
- * `deadline_ms` came first.
+ * The time (seconds since the epoch) `line` (`len` bytes) gives: false
+ * unless it is digits alone, of a time up to the year 9999. Agents can
+ * write the run's files: what they write must not make a wait overflow.
  */
-int al_rate_limit_wait(struct al_exec *ex, const char *what, int attempt, int64_t reset_at,
-		       const char *record, int64_t deadline_ms);
-/*
- * Before a call starts: waits what remains of a wait for a reset that
- * `record` holds (a run killed or interrupted while it waited), at most
- * limits.rate_limit_max_wait_seconds from now; 0 at once if there is none,
- * or it is past. As al_rate_limit_wait returns.
- */
-int al_rate_limit_resume(struct al_exec *ex, const char *what, const char *record,
-			 int64_t deadline_ms);
+bool al_budget_parse_time(const char *line, size_t len, int64_t *out);
 
 /* What a run has used, for `ailoop status`. */
 struct al_budget_use {
