@@ -31,10 +31,20 @@ name: a
 command: sh .ai-loop/agents/a.sh
 ---
 MD
+	# b, the first time, works until its worktree is gone (a minute at most)
+	cat >"$R/.ai-loop/agents/b.sh" <<'SH'
+main=$(cd "$AILOOP_RUN_DIR/../../.." && pwd)
+echo b >b.txt
+if [ ! -e "$main/b-ran-once" ]; then
+	touch "$main/b-ran-once" b-started
+	i=0
+	while [ -e "$PWD/b-started" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+fi
+SH
 	cat >"$R/.ai-loop/agents/b.md" <<'MD'
 ---
 name: b
-command: sh -c 'echo b >b.txt; touch b-started; [ -e "$AILOOP_RUN_DIR/../../../removed-once" ] || sleep 3'
+command: sh .ai-loop/agents/b.sh
 ---
 MD
 	cat >"$R/.ai-loop/flow.yaml" <<'YAML'
@@ -47,7 +57,7 @@ flow:
     - {id: a, agent: .ai-loop/agents/a.md}
     - {id: b, agent: .ai-loop/agents/b.md}
 YAML
-	printf 'removed-once\nb-started\n' >"$R/.gitignore"
+	printf 'removed-once\nb-ran-once\nb-started\n' >"$R/.gitignore"
 	commit_all "$R"
 	cd "$R" || exit 1
 }
