@@ -29,10 +29,9 @@ static void print_safe(const char *s, size_t max)
 
 static int list(struct al_git *g, const char *node, bool json)
 {
-	struct al_episode_line *lines;
+	struct al_episode_index *x;
 	json_t *arr = json_array();
-	size_t n;
-	int rc = al_episodes_load(g, &lines, &n);
+	int rc = al_episodes_load(g, &x);
 
 	if (rc == AL_ENOTFOUND) /* none recorded yet: an empty list */
 		rc = 0;
@@ -40,21 +39,22 @@ static int list(struct al_git *g, const char *node, bool json)
 		json_decref(arr);
 		return al_cli_fail(al_cli_exit_code(rc), "%s", al_errmsg());
 	}
-	for (size_t i = 0; i < n; i++) {
-		const struct al_episode_line *l = &lines[i];
+	for (size_t i = 0; x && i < x->n; i++) {
+		const struct al_episode_entry *l = &x->v[i];
+		const char *outcome = al_episode_outcome_names[l->outcome];
 
 		if (node && strcmp(l->node, node))
 			continue;
 		if (json) {
-			json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, "
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, "
 							     "s:s, s:s}", "id", l->id, "run", l->run,
 							     "node", l->node, "type", l->type,
-							     "outcome", l->outcome, "date", l->date,
-							     "iterations", l->iterations, "goal", l->goal,
-							     "root_task", l->root_task));
+							     "outcome", outcome, "date", l->date,
+							     "iterations", (json_int_t)l->iterations,
+							     "goal", l->goal, "root_task", l->root_task));
 			continue;
 		}
-		printf("%s  %s  %-7s  ", l->id, l->date, l->outcome);
+		printf("%s  %s  %-7s  ", l->id, l->date, outcome);
 		print_safe(l->node, 60);
 		fputs("  ", stdout);
 		print_safe(l->run, 40);
@@ -71,7 +71,7 @@ static int list(struct al_git *g, const char *node, bool json)
 		free(text);
 	}
 	json_decref(arr);
-	al_episode_lines_free(lines, n);
+	al_episode_index_free(x);
 	return AL_EXIT_OK;
 }
 
@@ -93,7 +93,7 @@ struct pick {
 	const char *before, *run;
 };
 
-static bool picked(const struct al_episode_line *l, void *data)
+static bool picked(const struct al_episode_entry *l, void *data)
 {
 	const struct pick *p = data;
 
@@ -121,22 +121,22 @@ static bool is_date(const char *s)
 
 static int forget(struct al_git *g, struct pick *p)
 {
-	struct al_episode_line *lines = NULL;
-	size_t n = 0, count;
-	int rc = al_episodes_load(g, &lines, &n);
+	struct al_episode_index *x = NULL;
+	size_t count;
+	int rc = al_episodes_load(g, &x);
 
 	/* every id named must be one: a typo forgets nothing */
 	for (size_t i = 0; rc >= 0 && i < p->nids; i++) {
 		size_t k;
 
-		for (k = 0; k < n && strcmp(lines[k].id, p->ids[i]); k++)
+		for (k = 0; k < x->n && strcmp(x->v[k].id, p->ids[i]); k++)
 			;
-		if (k == n) {
-			al_episode_lines_free(lines, n);
+		if (k == x->n) {
+			al_episode_index_free(x);
 			return al_cli_fail(AL_EXIT_NOINPUT, "no episode '%s'", p->ids[i]);
 		}
 	}
-	al_episode_lines_free(lines, n);
+	al_episode_index_free(x);
 	if (rc == AL_ENOTFOUND) {
 		printf("forgot 0 episodes\n");
 		return AL_EXIT_OK;

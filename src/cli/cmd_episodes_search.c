@@ -17,7 +17,7 @@
 
 static json_t *hit_json(const struct al_episode_hit *h)
 {
-	const struct al_episode *e = h->e;
+	const struct al_episode_entry *e = h->e;
 
 	return json_pack("{s:s, s:f, s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:s}", "id", e->id,
 			 "score", h->score, "run", e->run, "node", e->node, "type", e->type,
@@ -28,7 +28,7 @@ static json_t *hit_json(const struct al_episode_hit *h)
 
 static void print_hit(struct al_strbuf *out, const struct al_episode_hit *h)
 {
-	const struct al_episode *e = h->e;
+	const struct al_episode_entry *e = h->e;
 
 	al_strbuf_addf(out, "%7.3f  %s  %-7s  ", h->score, e->id,
 		       al_episode_outcome_names[e->outcome]);

@@ -139,7 +139,7 @@ static bool hex_id(const char *s)
  * Splits `line` (`len` bytes) into its nine fields in place; false if it
  * is not an episode. len[i] is the length of field i.
  */
-static bool parse_line(struct al_episode *e, char *line, size_t ll, size_t len[9])
+static bool parse_line(struct al_episode_entry *e, char *line, size_t ll, size_t len[9])
 {
 	char *f[9], *end = line + ll, *p = line, *tab;
 	size_t n = 0;
@@ -174,11 +174,40 @@ static bool parse_line(struct al_episode *e, char *line, size_t ll, size_t len[9
 	return *f[6] && !*end && e->iterations >= 0;
 }
 
-struct al_episode_index *al_episode_index_parse(const char *text, size_t len)
+/* What finding the terms of one entry after another keeps: the room, and the last root task's terms. */
+struct terms_seen {
+	size_t alloc;
+	const char *root; /* the last root task, its terms at root_first */
+	size_t root_first, root_n;
+};
+
+/* Entry `e`'s terms (its fields' lengths `flen`), appended to the index's. */
+static void find_terms(struct al_episode_index *x, struct al_episode_entry *e,
+		       const size_t flen[9], struct terms_seen *t)
+{
+	e->first_term = (uint32_t)x->nterms;
+	ensure_terms(x, &t->alloc, flen[7] + flen[2] + flen[8] + 3);
+	al_episode_terms(e->goal, flen[7], add_term, x);
+	al_episode_terms(e->node, flen[2], add_term, x);
+	/* a run's episodes share its task: its terms are copied, not found again */
+	if (t->root && !strcmp(t->root, e->root_task)) {
+		memmove(x->terms + x->nterms, x->terms + t->root_first,
+			t->root_n * sizeof(*x->terms));
+		x->nterms += t->root_n;
+	} else {
+		t->root = e->root_task;
+		t->root_first = x->nterms;
+		al_episode_terms(e->root_task, flen[8], add_term, x);
+		t->root_n = x->nterms - t->root_first;
+	}
+	e->nterms = (uint32_t)(x->nterms - e->first_term);
+}
+
+struct al_episode_index *al_episode_index_parse(const char *text, size_t len, bool terms)
 {
 	struct al_episode_index *x = al_calloc(1, sizeof(*x));
-	size_t alloc = 0, nalloc = 0, total = 0, root_first = 0, root_n = 0;
-	const char *root = NULL; /* the last root task, its terms at root_first */
+	struct terms_seen seen = { 0 };
+	size_t nalloc = 0, total = 0;
 	char *p, *end;
 	int lineno = 1;
 
@@ -196,48 +225,31 @@ struct al_episode_index *al_episode_index_parse(const char *text, size_t len)
 		x->bad_header = true;
 		return x;
 	}
-	while (p < end) {
-		char *nl = memchr(p, '\n', (size_t)(end - p)), *next = nl ? nl + 1 : end;
+	for (char *next; p < end; p = next) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t ll = (size_t)((nl ? nl : end) - p), flen[9];
-		bool nul;
-		struct al_episode e = { 0 };
+		struct al_episode_entry e = { .at = (size_t)(p - x->text), .len = ll };
 
+		next = nl ? nl + 1 : end;
 		lineno++;
 		if (nl)
 			*nl = '\0';
 		if (ll && p[ll - 1] == '\r')
 			p[--ll] = '\0';
-		if (!ll) {
-			p = next;
+		if (!ll)
 			continue;
-		}
-		nul = memchr(p, '\0', ll) != NULL; /* a NUL inside: a damaged line */
-		if (nul || !parse_line(&e, p, ll, flen)) {
+		/* a NUL inside: a damaged line */
+		if (memchr(p, '\0', ll) || !parse_line(&e, p, ll, flen)) {
 			if (!x->bad++)
 				x->bad_line = lineno;
-			p = next;
 			continue;
 		}
-		e.first_term = (uint32_t)x->nterms;
-		ensure_terms(x, &alloc, flen[7] + flen[2] + flen[8] + 3);
-		al_episode_terms(e.goal, flen[7], add_term, x);
-		al_episode_terms(e.node, flen[2], add_term, x);
-		/* a run's episodes share its task: its terms are copied, not found again */
-		if (root && !strcmp(root, e.root_task)) {
-			memmove(x->terms + x->nterms, x->terms + root_first,
-				root_n * sizeof(*x->terms));
-			x->nterms += root_n;
-		} else {
-			root = e.root_task;
-			root_first = x->nterms;
-			al_episode_terms(e.root_task, flen[8], add_term, x);
-			root_n = x->nterms - root_first;
+		if (terms) {
+			find_terms(x, &e, flen, &seen);
+			total += e.nterms;
 		}
-		e.nterms = (uint32_t)(x->nterms - e.first_term);
-		total += e.nterms;
 		AL_GROW(x->v, x->n, nalloc);
 		x->v[x->n++] = e;
-		p = next;
 	}
 	x->avg_len = x->n ? (double)total / (double)x->n : 0;
 	return x;
@@ -383,7 +395,7 @@ void al_episode_rank_best(struct al_episode_hit **out, size_t *nout,
 	 * counts to be scored once the frequencies are known.
 	 */
 	for (size_t d = 0; d < x->n; d++) {
-		const struct al_episode *e = &x->v[d];
+		const struct al_episode_entry *e = &x->v[d];
 
 		ntouched = 0;
 		for (uint32_t k = 0; k < e->nterms; k++) {
@@ -411,7 +423,7 @@ void al_episode_rank_best(struct al_episode_hit **out, size_t *nout,
 	for (size_t j = 0; j < s.n; j++)
 		idf[j] = log(1.0 + ((double)x->n - (double)df[j] + 0.5) / ((double)df[j] + 0.5));
 	for (size_t c = 0; c < ncand; c++) {
-		const struct al_episode *e = hits[c].e;
+		const struct al_episode_entry *e = hits[c].e;
 		double score = 0, norm;
 
 		norm = AL_BM25_K1 * (1.0 - AL_BM25_B + AL_BM25_B * (double)e->nterms /

@@ -33,7 +33,7 @@ static void warn_once(const char *commit, char *msg)
 /* The index parsed from the blob's own bytes: they are not copied first. */
 static void parse_index(const char *buf, size_t len, void *data)
 {
-	*(struct al_episode_index **)data = al_episode_index_parse(buf, len);
+	*(struct al_episode_index **)data = al_episode_index_parse(buf, len, true);
 }
 
 const struct al_episode_index *al_episodes_recall_index(struct al_git *g, char commit[AL_OID_HEX])
@@ -160,7 +160,7 @@ static void parse_json(const char *buf, size_t len, void *data)
 
 /* `summary` and `reasoning` of the episode's own file, as far as it can be read. */
 static void add_details(struct al_strbuf *out, struct al_git *g, const char *commit,
-			const struct al_episode *e)
+			const struct al_episode_entry *e)
 {
 	struct al_strbuf path = AL_STRBUF_INIT;
 	json_t *root = NULL;
@@ -190,7 +190,7 @@ static void add_details(struct al_strbuf *out, struct al_git *g, const char *com
 }
 
 static void add_entry(struct al_strbuf *out, struct al_git *g, const char *commit,
-		      const struct al_episode *e)
+		      const struct al_episode_entry *e)
 {
 	al_strbuf_adds(out, "### ");
 	al_episodes_oneline(out, e->node, strlen(e->node), 200);

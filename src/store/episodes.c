@@ -146,107 +146,23 @@ static char *json_of(const struct al_episode *ep)
 	return line;
 }
 
-static bool is_id(const char *s, size_t len)
+int al_episodes_parse(const char *text, size_t len, struct al_episode_index **out)
 {
-	if (len != 12)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
-}
-
-void al_episode_lines_free(struct al_episode_line *lines, size_t n)
-{
-	for (size_t i = 0; lines && i < n; i++) {
-		struct al_episode_line *l = &lines[i];
-
-		free(l->id), free(l->run), free(l->node), free(l->type), free(l->outcome);
-		free(l->date), free(l->goal), free(l->root_task);
-	}
-	free(lines);
-}
-
-/* One line's nine fields, or AL_EINVALID. */
-static int parse_line(struct al_episode_line *l, const char *s, size_t len, size_t lineno)
-{
-	const char *f[9];
-	size_t fl[9], k = 0;
-	const char *p = s, *end = s + len;
-	size_t tabs = 0;
-	char *iters;
-
-	for (size_t i = 0; i < len; i++)
-		tabs += s[i] == '\t';
-	while (tabs == 8 && k < 9) {
-		const char *tab = memchr(p, '\t', (size_t)(end - p));
-
-		f[k] = p;
-		fl[k] = (size_t)((tab ? tab : end) - p);
-		k++;
-		if (!tab)
-			break;
-		p = tab + 1;
-	}
-	if (k != 9 || !is_id(f[0], fl[0]) || memchr(s, '\0', len))
-		return al_err(AL_EINVALID, "line %zu of %s cannot be read", lineno,
-			      AL_EPISODES_INDEX);
-	iters = al_strndup(f[6], fl[6]);
-	l->iterations = atoi(iters);
-	free(iters);
-	l->id = al_strndup(f[0], fl[0]);
-	l->run = al_strndup(f[1], fl[1]);
-	l->node = al_strndup(f[2], fl[2]);
-	l->type = al_strndup(f[3], fl[3]);
-	l->outcome = al_strndup(f[4], fl[4]);
-	l->date = al_strndup(f[5], fl[5]);
-	l->goal = al_strndup(f[7], fl[7]);
-	l->root_task = al_strndup(f[8], fl[8]);
-	return 0;
-}
-
-int al_episodes_parse(const char *text, size_t len, struct al_episode_line **out, size_t *n)
-{
-	struct al_episode_line *lines = NULL;
-	size_t nl = 0, alloc = 0, lineno = 0;
-	const char *p = text, *end = text + len;
+	struct al_episode_index *x = al_episode_index_parse(text, len, false);
 	int rc = 0;
 
-	*out = NULL;
-	*n = 0;
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		size_t ll = (size_t)((eol ? eol : end) - p);
-
-		lineno++;
-		if (lineno == 1) {
-			if (ll != strlen(AL_EPISODES_HEADER) || memcmp(p, AL_EPISODES_HEADER, ll)) {
-				rc = al_err(AL_EINVALID, "%s does not start with '%s'",
-					    AL_EPISODES_INDEX, AL_EPISODES_HEADER);
-				goto done;
-			}
-		} else if (ll) {
-			if (nl == alloc) {
-				alloc = alloc ? 2 * alloc : 64;
-				lines = al_realloc(lines, alloc * sizeof(*lines));
-			}
-			memset(&lines[nl], 0, sizeof(lines[nl]));
-			if ((rc = parse_line(&lines[nl], p, ll, lineno)) < 0)
-				goto done;
-			nl++;
-		}
-		p = eol ? eol + 1 : end;
-	}
-	if (lineno == 0)
-		rc = al_err(AL_EINVALID, "%s is empty", AL_EPISODES_INDEX);
-done:
+	if (x->bad_header)
+		rc = al_err(AL_EINVALID, "%s does not start with '%s'", AL_EPISODES_INDEX,
+			    AL_EPISODES_HEADER);
+	else if (x->bad)
+		rc = al_err(AL_EINVALID, "line %d of %s cannot be read", x->bad_line,
+			    AL_EPISODES_INDEX);
 	if (rc < 0) {
-		al_episode_lines_free(lines, nl);
-		return rc;
+		al_episode_index_free(x);
+		x = NULL;
 	}
-	*out = lines;
-	*n = nl;
-	return 0;
+	*out = x;
+	return rc;
 }
 
 /*
@@ -269,35 +185,16 @@ static int read_store(struct al_git *g, char tip[AL_OID_HEX], struct al_strbuf *
 	return 0;
 }
 
-/*
- * Whether the index (checked whole, as al_episodes_parse() reads it) has
- * a line of `id`; AL_EINVALID if it is damaged. Each node's end reads it:
- * nothing is copied out of it.
- */
+/* Whether the index (read whole: a damaged one is AL_EINVALID) has a line of `id`. */
 static int index_has(const struct al_strbuf *index, const char *id)
 {
-	const char *p = index->buf, *end = index->buf + index->len;
-	size_t lineno = 1, hl = strlen(AL_EPISODES_HEADER);
-	int found = 0;
+	struct al_episode_index *x;
+	int rc = al_episodes_parse(index->buf, index->len, &x);
 
-	if (index->len < hl || memcmp(p, AL_EPISODES_HEADER, hl) || (index->len > hl && p[hl] != '\n'))
-		return al_err(AL_EINVALID, "%s does not start with '%s'", AL_EPISODES_INDEX,
-			      AL_EPISODES_HEADER);
-	for (p += hl + (index->len > hl); p < end; lineno++) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		size_t ll = (size_t)((eol ? eol : end) - p), tabs = 0;
-
-		for (size_t i = 0; i < ll; i++)
-			tabs += p[i] == '\t';
-		if (ll && (tabs != 8 || ll < 13 || !is_id(p, 12) || p[12] != '\t' ||
-			   memchr(p, '\0', ll)))
-			return al_err(AL_EINVALID, "line %zu of %s cannot be read", lineno + 1,
-				      AL_EPISODES_INDEX);
-		if (ll && !memcmp(p, id, 12))
-			found = 1;
-		p = eol ? eol + 1 : end;
-	}
-	return found;
+	for (size_t i = 0; rc == 0 && i < x->n; i++)
+		rc = !strcmp(x->v[i].id, id);
+	al_episode_index_free(x);
+	return rc;
 }
 
 /*
@@ -393,70 +290,68 @@ int al_episode_record(struct al_git *g, const struct al_episode *ep)
 	return rc;
 }
 
-int al_episodes_load(struct al_git *g, struct al_episode_line **out, size_t *n)
+int al_episodes_load(struct al_git *g, struct al_episode_index **out)
 {
 	struct al_strbuf index = AL_STRBUF_INIT;
 	char tip[AL_OID_HEX];
 	int rc = read_store(g, tip, &index);
 
 	*out = NULL;
-	*n = 0;
 	if (rc == 0 && !tip[0])
 		rc = al_err(AL_ENOTFOUND, "no episodes recorded ('%s' does not exist)",
 			    AL_EPISODES_REF);
 	if (rc == 0)
-		rc = al_episodes_parse(index.buf, index.len, out, n);
+		rc = al_episodes_parse(index.buf, index.len, out);
 	al_strbuf_release(&index);
 	return rc;
 }
 
 int al_episode_show(struct al_git *g, const char *id, struct al_strbuf *out)
 {
-	struct al_episode_line *lines;
+	struct al_episode_index *x;
 	char tip[AL_OID_HEX];
-	size_t n;
-	int rc = al_episodes_load(g, &lines, &n);
+	int rc = al_episodes_load(g, &x);
 
 	if (rc == AL_ENOTFOUND)
 		return al_err(AL_ENOTFOUND, "no episode '%s'", id);
 	if (rc < 0)
 		return rc;
 	rc = al_err(AL_ENOTFOUND, "no episode '%s'", id);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < x->n; i++) {
 		char *path;
 
-		if (strcmp(lines[i].id, id))
+		if (strcmp(x->v[i].id, id))
 			continue;
-		path = al_xprintf("runs/%s/%s.json", lines[i].run, lines[i].id);
+		path = al_xprintf("runs/%s/%s.json", x->v[i].run, x->v[i].id);
 		if ((rc = al_git_ref_tip(g, AL_EPISODES_REF, tip)) == 0 &&
 		    (rc = al_git_read(g, tip, path, out)) == AL_ENOTFOUND)
 			rc = al_err(AL_EINVALID, "'%s' has no %s", AL_EPISODES_REF, path);
 		free(path);
 		break;
 	}
-	al_episode_lines_free(lines, n);
+	al_episode_index_free(x);
 	return rc;
 }
 
 int al_episodes_forget(struct al_git *g, al_episode_pick_fn drop, void *data, size_t *count)
 {
 	struct al_strbuf index = AL_STRBUF_INIT, kept = AL_STRBUF_INIT, msg = AL_STRBUF_INIT;
-	struct al_episode_line *lines = NULL;
+	struct al_episode_index *x = NULL;
 	struct al_git_edit *edits = NULL;
 	char **paths = NULL;
 	char tip[AL_OID_HEX], hex[AL_OID_HEX];
-	size_t n = 0, ne = 0;
+	size_t ne = 0;
 	int rc = AL_EMOVED;
 
 	*count = 0;
 	for (int attempt = 0; rc == AL_EMOVED && attempt < MOVED_RETRIES; attempt++) {
-		const char *p;
+		const char *eol;
 
 		for (size_t i = 0; i < ne; i++)
 			free(paths[i]);
-		al_episode_lines_free(lines, n);
-		lines = NULL;
-		n = ne = 0;
+		al_episode_index_free(x);
+		x = NULL;
+		ne = 0;
 		al_strbuf_reset(&index);
 		al_strbuf_reset(&kept);
 		if (attempt)
@@ -467,28 +362,24 @@ int al_episodes_forget(struct al_git *g, al_episode_pick_fn drop, void *data, si
 			rc = 0;
 			break;
 		}
-		if ((rc = al_episodes_parse(index.buf, index.len, &lines, &n)) < 0)
+		if ((rc = al_episodes_parse(index.buf, index.len, &x)) < 0)
 			break;
 		free(paths);
 		free(edits);
-		paths = al_calloc(n + 1, sizeof(*paths));
-		edits = al_calloc(n + 1, sizeof(*edits));
-		/* the lines kept as they are, byte for byte */
-		p = memchr(index.buf, '\n', index.len);
-		al_strbuf_add(&kept, index.buf, p ? (size_t)(p - index.buf) + 1 : index.len);
-		for (size_t i = 0; p && i < n; i++) {
-			const char *start = p + 1, *eol;
+		paths = al_calloc(x->n + 1, sizeof(*paths));
+		edits = al_calloc(x->n + 1, sizeof(*edits));
+		/* the header and the lines kept as they are, byte for byte */
+		eol = memchr(index.buf, '\n', index.len);
+		al_strbuf_add(&kept, index.buf, eol ? (size_t)(eol - index.buf) + 1 : index.len);
+		for (size_t i = 0; i < x->n; i++) {
+			const struct al_episode_entry *e = &x->v[i];
 
-			while (start < index.buf + index.len && *start == '\n')
-				start++;
-			eol = memchr(start, '\n', (size_t)(index.buf + index.len - start));
-			p = eol;
-			if (!drop(&lines[i], data)) {
-				al_strbuf_add(&kept, start, eol ? (size_t)(eol - start) + 1
-							    : (size_t)(index.buf + index.len - start));
+			if (!drop(e, data)) {
+				al_strbuf_add(&kept, index.buf + e->at, e->len);
+				al_strbuf_adds(&kept, "\n");
 				continue;
 			}
-			paths[ne] = al_xprintf("runs/%s/%s.json", lines[i].run, lines[i].id);
+			paths[ne] = al_xprintf("runs/%s/%s.json", e->run, e->id);
 			edits[ne] = (struct al_git_edit){ paths[ne], NULL, 0 };
 			ne++;
 		}
@@ -509,7 +400,7 @@ int al_episodes_forget(struct al_git *g, al_episode_pick_fn drop, void *data, si
 		free(paths[i]);
 	free(paths);
 	free(edits);
-	al_episode_lines_free(lines, n);
+	al_episode_index_free(x);
 	al_strbuf_release(&index);
 	al_strbuf_release(&kept);
 	al_strbuf_release(&msg);

@@ -7,7 +7,7 @@
 
 static struct al_episode_index *parse(const char *text)
 {
-	return al_episode_index_parse(text, strlen(text));
+	return al_episode_index_parse(text, strlen(text), true);
 }
 
 /* id run node outcome goal root: one line of the index */
@@ -71,7 +71,7 @@ Test(episode_rank, bad_lines_are_counted_and_skipped)
 	}
 	al_strbuf_adds(&sb, "\n");
 	line(&sb, "ba9876543210", "run_2", "b", "blocked", "last one", "");
-	x = al_episode_index_parse(sb.buf, sb.len);
+	x = al_episode_index_parse(sb.buf, sb.len, true);
 	cr_assert_eq(x->n, 2, "the two good lines: %zu", x->n);
 	cr_assert_str_eq(x->v[1].goal, "last one");
 	cr_assert_eq(x->v[1].outcome, AL_EPISODE_BLOCKED);
@@ -92,7 +92,7 @@ Test(episode_rank, a_wrong_header_reads_nothing)
 	cr_assert_eq(rank(&hits, x, "g", NULL, true), 0);
 	cr_assert_null(hits);
 	al_episode_index_free(x);
-	x = al_episode_index_parse("", 0);
+	x = al_episode_index_parse("", 0, true);
 	cr_assert(x->bad_header, "an empty blob is no index");
 	al_episode_index_free(x);
 }
@@ -109,7 +109,7 @@ Test(episode_rank, bm25_score)
 	al_strbuf_adds(&sb, HEADER);
 	line(&sb, "00000000000a", "run_1", "zz", "success", "alpha beta", "");
 	line(&sb, "00000000000b", "run_1", "zz", "success", "gamma", "");
-	x = al_episode_index_parse(sb.buf, sb.len);
+	x = al_episode_index_parse(sb.buf, sb.len, true);
 	cr_assert_float_eq(x->avg_len, 2.5, 1e-12);
 	cr_assert_eq(rank(&hits, x, "Alpha, and THE alpha!", NULL, true), 1,
 		     "an episode without a term of the query scores 0 and is not given");
@@ -135,7 +135,7 @@ Test(episode_rank, rarer_and_shorter_rank_higher)
 	line(&sb, "00000000000c", "run_1", "docs", "success", "write the user guide", "");
 	line(&sb, "00000000000d", "run_1", "fix", "success",
 	     "parser parser tests fail on empty input and on long input with many words", "");
-	x = al_episode_index_parse(sb.buf, sb.len);
+	x = al_episode_index_parse(sb.buf, sb.len, true);
 	cr_assert_eq(rank(&hits, x, "fix the parser tests", NULL, true), 3);
 	cr_assert_str_eq(hits[0].e->id, "00000000000b", "the shortest of equal matches first");
 	cr_assert_str_eq(hits[1].e->id, "00000000000a");
@@ -158,7 +158,7 @@ Test(episode_rank, successes_first_then_the_newest)
 	line(&sb, "00000000000c", "run_3", "fix", "blocked", "parser", "");
 	line(&sb, "00000000000d", "run_4", "fix", "success", "parser", "");
 	line(&sb, "00000000000e", "run_5", "fix", "failure", "parser", "");
-	x = al_episode_index_parse(sb.buf, sb.len);
+	x = al_episode_index_parse(sb.buf, sb.len, true);
 	cr_assert_eq(rank(&hits, x, "parser", NULL, true), 5);
 	cr_assert_str_eq(hits[0].e->id, "00000000000d", "the newer success");
 	cr_assert_str_eq(hits[1].e->id, "00000000000b");
@@ -186,7 +186,7 @@ Test(episode_rank, terms_of_text_beyond_ascii)
 	al_strbuf_adds(&sb, HEADER);
 	line(&sb, "00000000000a", "run_1", "n1", "success", "réparer l'analyseur", "");
 	line(&sb, "00000000000b", "run_1", "n2", "success", "reparer", "");
-	x = al_episode_index_parse(sb.buf, sb.len);
+	x = al_episode_index_parse(sb.buf, sb.len, true);
 	cr_assert_eq(rank(&hits, x, "RÉPARER", NULL, true), 0, "only ASCII letters are lowercased");
 	cr_assert_eq(rank(&hits, x, "réparer", NULL, true), 1);
 	cr_assert_str_eq(hits[0].e->id, "00000000000a");
@@ -218,7 +218,7 @@ Test(episode_rank, the_best_few_are_the_ranking_s_first)
 			 words[(i / 7) % 5]);
 		line(&sb, id, run, "fix", i % 7 ? "success" : "failure", goal, "ship");
 	}
-	x = al_episode_index_parse(sb.buf, sb.len);
+	x = al_episode_index_parse(sb.buf, sb.len, true);
 	al_episode_rank(&all, &n, x, &q);
 	cr_assert_gt(n, 200);
 	for (k = 1; k <= n + 1; k += k < 20 ? 1 : 37) {

@@ -24,16 +24,17 @@
 enum al_episode_outcome { AL_EPISODE_SUCCESS, AL_EPISODE_FAILURE, AL_EPISODE_BLOCKED };
 
 /* One line of the index; the strings point into the index's own copy of the text. */
-struct al_episode {
+struct al_episode_entry {
 	const char *id, *run, *node, *type, *date, *goal, *root_task;
 	enum al_episode_outcome outcome;
 	long iterations;
-	uint32_t first_term, nterms; /* its terms, in the index's `terms` */
+	size_t at, len;              /* its line in the text parsed: offset, bytes (no LF, CR kept) */
+	uint32_t first_term, nterms; /* its terms, in the index's `terms` (if asked for) */
 };
 
 struct al_episode_index {
 	char *text;               /* the blob, split in place */
-	struct al_episode *v;
+	struct al_episode_entry *v;
 	size_t n;
 	uint32_t *terms;          /* every episode's terms, hashed, one after the other */
 	size_t nterms;
@@ -44,11 +45,14 @@ struct al_episode_index {
 };
 
 /*
- * Parses `len` bytes of an index. Never fails on its content: bad lines
- * are counted (bad, bad_line) and skipped, a wrong header leaves it empty
- * (bad_header). Free with al_episode_index_free().
+ * Parses `len` bytes of an index, the one reading of it: the ranking's,
+ * and the store's, which takes any bad line for damage. Never fails on
+ * its content: bad lines are counted (bad, bad_line) and skipped, a wrong
+ * header leaves it empty (bad_header). The terms are found only if
+ * `terms` (a ranking needs them; a list or a writer does not). Free with
+ * al_episode_index_free().
  */
-struct al_episode_index *al_episode_index_parse(const char *text, size_t len);
+struct al_episode_index *al_episode_index_parse(const char *text, size_t len, bool terms);
 void al_episode_index_free(struct al_episode_index *x);
 
 /* Who asks, and what they may be given. */
@@ -59,7 +63,7 @@ struct al_episode_query {
 };
 
 struct al_episode_hit {
-	const struct al_episode *e;
+	const struct al_episode_entry *e;
 	double score;
 };
 

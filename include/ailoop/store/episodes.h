@@ -2,6 +2,7 @@
 #define AILOOP_STORE_EPISODES_H
 
 #include "ailoop/git/git.h"
+#include "ailoop/model/episode_rank.h"
 #include "ailoop/base/strbuf.h"
 
 #include <stdbool.h>
@@ -26,7 +27,6 @@
  */
 #define AL_EPISODES_REF "refs/ailoop/episodes"
 #define AL_EPISODES_INDEX "index.tsv"
-#define AL_EPISODES_HEADER "# ailoop episodes v1"
 #define AL_EPISODE_GOAL_MAX 1000
 #define AL_EPISODE_ROOT_TASK_MAX 300
 #define AL_EPISODE_TEXT_MAX 800 /* summary, reasoning */
@@ -60,13 +60,6 @@ struct al_episode {
 	size_t nsteps;
 };
 
-/* An index line read back; al_episode_lines_free() frees them. */
-struct al_episode_line {
-	char *id, *run, *node, *type, *outcome, *date;
-	int iterations;
-	char *goal, *root_task;
-};
-
 /*
  * The id of one finished node: the first 12 hex digits of the sha256 of
  * run "\n" node "\n" instance, where `instance` is what makes the node's
@@ -90,13 +83,17 @@ const char *al_episode_outcome(const char *status);
 int al_episode_record(struct al_git *g, const struct al_episode *ep);
 
 /*
- * The index as the ref's tip holds it, oldest first (none, and
- * AL_ENOTFOUND, without the ref); AL_EINVALID if it is damaged.
+ * The index as the ref's tip holds it, oldest first, without terms (NULL,
+ * and AL_ENOTFOUND, without the ref); AL_EINVALID if it is damaged. Free
+ * with al_episode_index_free().
  */
-int al_episodes_load(struct al_git *g, struct al_episode_line **out, size_t *n);
-/* An index's text read (al_episodes_load's reading): AL_EINVALID at its first bad line. */
-int al_episodes_parse(const char *text, size_t len, struct al_episode_line **out, size_t *n);
-void al_episode_lines_free(struct al_episode_line *lines, size_t n);
+int al_episodes_load(struct al_git *g, struct al_episode_index **out);
+/*
+ * An index's text read as a store must read it (model/episode_rank.h's
+ * reading, without terms): AL_EINVALID, naming it, at a wrong header or
+ * any line that cannot be read; *out is then NULL.
+ */
+int al_episodes_parse(const char *text, size_t len, struct al_episode_index **out);
 
 /* Episode `id`'s JSON (runs/<run>/<id>.json), appended to `out`. AL_ENOTFOUND if unknown. */
 int al_episode_show(struct al_git *g, const char *id, struct al_strbuf *out);
@@ -105,7 +102,7 @@ int al_episode_show(struct al_git *g, const char *id, struct al_strbuf *out);
  * One commit "forget <n> episodes" without those `drop` says yes to
  * (their lines and files); *n how many. Nothing is written when none is.
  */
-typedef bool (*al_episode_pick_fn)(const struct al_episode_line *line, void *data);
+typedef bool (*al_episode_pick_fn)(const struct al_episode_entry *e, void *data);
 int al_episodes_forget(struct al_git *g, al_episode_pick_fn drop, void *data, size_t *n);
 
 #endif
