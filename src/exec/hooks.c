@@ -149,6 +149,8 @@ void al_hook_run(struct al_exec *ex, enum al_hook_event event, const char *fmt, 
 	spec.input_len = strlen(input);
 	spec.deadline_ms = al_now_ms() + (int64_t)h->timeout_seconds * 1000;
 	spec.grace_ms = HOOK_GRACE_MS;
+	/* a run paused by Ctrl-C or SIGTERM is told too: a second one stops the hook */
+	spec.after_interrupt = event == AL_HOOK_RUN_END;
 	rc = al_proc_run(&spec, &r);
 	if (rc < 0 && rc != AL_EINTR)
 		snprintf(ended, sizeof(ended), "could not start: %s", al_errmsg());

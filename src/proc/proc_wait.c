@@ -300,7 +300,8 @@ static void step(struct child *cs, size_t n, int *signals_seen)
 int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *results, size_t n)
 {
 	struct child *cs = al_calloc(n, sizeof(*cs));
-	int rc = 0, signals_seen = 0; /* one since the run started stops these too */
+	/* one since the run started stops these too, but for a hook at its end */
+	int rc = 0, signals_seen = n && specs[0].after_interrupt ? al_signals_count() : 0;
 	static bool prepared;
 	bool strays_done = false;
 	size_t i;
@@ -316,13 +317,13 @@ int al_proc_run_all(const struct al_proc_spec *specs, struct al_proc_result *res
 
 	for (i = 0; i < n; i++) {
 		results[i] = (struct al_proc_result)AL_PROC_RESULT_INIT;
-		results[i].interrupted = al_signals_count() > 0; /* then none is started */
+		results[i].interrupted = al_signals_count() > signals_seen; /* then none is started */
 		cs[i].spec = &specs[i];
 		cs[i].res = &results[i];
 		cs[i].deadline = specs[i].deadline_ms;
 		cs[i].started = !specs[i].started;
 	}
-	if (al_signals_count()) {
+	if (al_signals_count() > signals_seen) {
 		free(cs);
 		return AL_EINTR;
 	}

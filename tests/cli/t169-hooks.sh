@@ -5,8 +5,9 @@
 # run's variables in its environment, run in the repository's root, its
 # output in the run's logs/hooks.log. A slow hook is stopped at its
 # timeout and the run goes on; a failing one is a warning and a
-# hook_failed event, never the run's failure; a bad hooks block is an
-# error of validate at its place.
+# hook_failed event, never the run's failure; a run paused by a signal
+# runs on_run_end too, which a second signal stops; a bad hooks block is
+# an error of validate at its place.
 . "$(dirname "$0")/lib.sh"
 
 export HOOKS_OUT=$TEST_TMP/hooks
@@ -156,6 +157,50 @@ log=$(cat .ai-loop/runs/run_*/logs/hooks.log)
 for node in main/first main/par/a main/par/b main/last; do
 	expect_in "$log" "hook of $node" "the run's hooks.log holds what the hook of $node printed"
 done
+
+# a run paused by SIGTERM (a shutdown, a scheduler) or Ctrl-C is told too:
+# on_run_end runs with status paused; a second signal stops a slow hook
+export GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
+for case in told stopped; do
+	R=$TEST_TMP/paused-$case
+	loop_repo "$R" a b
+	one_loop "$R" gated.md
+	if [ $case = told ]; then
+		hook='cat >"$HOOKS_OUT/paused-end.json"; echo "$AILOOP_STATUS" >"$HOOKS_OUT/paused-end.status"'
+	else
+		hook='echo $$ >"$HOOKS_OUT/slow-end.pid"; sleep 60'
+	fi
+	printf 'hooks:\n  timeout_seconds: 120\n  on_run_end: %s\n' "'$hook'" >>"$R/.ai-loop/flow.yaml"
+	commit_all "$R"
+	cd "$R"
+	touch "$GATE"
+	rm -f "$STARTED"
+	start=$(date +%s)
+	"$AILOOP" run "fix both" >/dev/null 2>"$TEST_TMP/paused.err" &
+	pid=$!
+	wait_for "$STARTED" && pass || fail "$case: the actuator started"
+	kill -TERM "$pid"
+	if [ $case = stopped ]; then
+		wait_for "$HOOKS_OUT/slow-end.pid" 30 && pass || fail "the slow hook started after the pause"
+		kill -TERM "$pid"
+	fi
+	wait "$pid" && rc=0 || rc=$?
+	expect_eq "$rc" 3 "$case: SIGTERM pauses the run (exit 3)"
+	expect_eq "$(run_status)" "paused" "$case: the run is paused"
+	rm -f "$GATE"
+done
+expect_eq "$(cat "$HOOKS_OUT/paused-end.status")" "paused" "on_run_end ran for the paused run"
+expect_eq "$(jq -r '[.hook, .status] | join(" ")' "$HOOKS_OUT/paused-end.json")" "on_run_end paused" \
+	"its JSON says paused"
+[ $(($(date +%s) - start)) -lt 60 ] && pass || fail "a second signal stopped the slow hook (not its 60 s)"
+group_gone "$(cat "$HOOKS_OUT/slow-end.pid")" && pass || fail "the slow hook's process group is gone"
+expect_in "$(cat .ai-loop/runs/run_*/logs/hooks.log)" "stopped: the run was interrupted" \
+	"hooks.log says how it ended"
+expect_not_in "$(cat "$TEST_TMP/paused.err")" "hook on_run_end" "a hook stopped so is no warning"
+cd "$TEST_TMP/paused-told"
+run "$AILOOP" resume
+expect_rc 0 "the paused run resumes and completes"
+expect_eq "$(cat "$HOOKS_OUT/paused-end.status")" "complete" "and on_run_end is told again"
 
 # a bad hooks block: errors of validate at file:line:col
 V=$TEST_TMP/invalid

@@ -53,6 +53,12 @@ struct al_proc_spec {
 	 * other process. Only the first spec's is used; NULL: none.
 	 */
 	const char *record;
+	/*
+	 * Runs though ailoop was interrupted already (a hook at the run's
+	 * end, the run paused by Ctrl-C or SIGTERM): only a further signal
+	 * stops it. Read from the first spec.
+	 */
+	bool after_interrupt;
 };
 
 struct al_proc_result {
