@@ -283,7 +283,9 @@ static int print_json(const struct al_run_state *st, const struct al_run_nodes *
 	for (size_t i = 0; i < ns->nerrors; i++)
 		json_array_append_new(errs, json_string(ns->errors[i]));
 	json_object_set_new(o, "run_id", json_string(st->run_id));
-	json_object_set_new(o, "status", json_string(st->status));
+	/* as `ailoop runs` and the text say: a run no live ailoop holds is not running */
+	json_object_set_new(o, "status", json_string(!holder && stopped(st, from) ? "interrupted"
+										  : st->status));
 	json_object_set_new(o, "branch", st->branch ? json_string(st->branch) : json_null());
 	json_object_set_new(o, "base_branch",
 			    st->base_branch ? json_string(st->base_branch) : json_null());

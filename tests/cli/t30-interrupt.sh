@@ -145,6 +145,7 @@ expect_in "$(cat .ai-loop/runs/run_*/lock)" "ailoop pid $pid on " "a stale lock 
 run "$AILOOP" status --json
 expect_eq "$(printf '%s\n' "$out" | jq -r .locked_by)" "null" "a dead holder's lock is no lock"
 expect_eq "$(printf '%s\n' "$out" | jq -r .stopped)" "true" "a running run no process holds is stopped"
+expect_eq "$(printf '%s\n' "$out" | jq -r .status)" "interrupted" "and interrupted, as \`ailoop runs\` says"
 run "$AILOOP" status
 expect_in "$out" "stopped:      no ailoop process runs it" "status says no process runs it"
 expect_in "$out" "'ailoop resume' goes on with it" "status says how to go on"
