@@ -320,7 +320,8 @@ static bool holds(const char *s, size_t len, const char *word)
 bool al_usage_session_lost(const char *out, size_t len)
 {
 	static const char *const says[] = { "no conversation found", "no rollout found",
-					    "error resuming session", "session not found" };
+					    "error resuming session", "session not found",
+					    "no saved session found" };
 
 	for (size_t i = 0; i < sizeof(says) / sizeof(*says); i++)
 		if (holds(out, len, says[i]))

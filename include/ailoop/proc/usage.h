@@ -49,7 +49,7 @@ void al_usage_release(struct al_usage *u);
  * True if what a CLI printed says the session it was to resume does not
  * exist: claude's "No conversation found with session ID", codex's "no
  * rollout found for thread id", gemini's "Error resuming session",
- * opencode's "Session not found".
+ * opencode's "Session not found", qwen-code's "No saved session found".
  */
 bool al_usage_session_lost(const char *out, size_t len);
 
