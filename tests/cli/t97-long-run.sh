@@ -66,7 +66,7 @@ expect_eq "$killed" 402 "the grown history holds 400 more commits of the run"
 
 run "$AILOOP" status --json
 expect_rc 0 "status of the killed run"
-expect_eq "$(printf '%s' "$out" | jq -r .status)" running "status reads the killed run"
+expect_eq "$(printf '%s' "$out" | jq -r .status)" interrupted "status reads the killed run: no process holds it"
 
 run "$AILOOP" resume
 expect_rc 0 "resume finishes the killed run"
