@@ -360,25 +360,14 @@ static int64_t active_ms(const struct al_exec *ex)
 
 /*
  * The root's clock, written into its state on disk after a wait: a wait
- * counts as time spent (limits.max_wall_seconds), but a run blocked or
- * paused while waiting saves no node's state on the way out, and `status`
- * and the resume read the clock from there. Only the clock changes: the
- * state in memory may be between two of its writes.
+ * counts as time spent (limits.max_wall_seconds), and a run blocked or
+ * paused while waiting saves no node's state on the way out.
  */
 static void keep_clock(const struct al_exec *ex)
 {
-	const struct al_node_run *root = ex->nframes ? ex->frames[0].nr : NULL;
-	struct al_node_state st;
-
 	/* a parallel child's process leaves the root's state to the run's */
-	if (!root || ex->base_frame || al_node_state_read(&st, root->state_path) < 0)
-		return;
-	if (!strcmp(st.run_id, ex->run->st.run_id) && !strcmp(st.node_path, root->n->path) &&
-	    active_ms(ex) > st.elapsed_ms) {
-		st.elapsed_ms = active_ms(ex);
-		al_node_state_write(&st, root->state_path, root->task);
-	}
-	al_node_state_release(&st);
+	if (ex->nframes && !ex->base_frame)
+		al_node_keep_clock(ex->frames[0].nr);
 }
 
 void al_budget_span(char *buf, size_t size, int64_t s)

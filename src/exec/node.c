@@ -47,6 +47,21 @@ int al_node_save(struct al_node_run *nr)
 	return al_node_state_write(&nr->st, nr->state_path, nr->task);
 }
 
+void al_node_keep_clock(const struct al_node_run *nr)
+{
+	int64_t ms = nr->base_elapsed + (al_now_ms() - nr->entry_ms);
+	struct al_node_state st;
+
+	if (al_node_state_read(&st, nr->state_path) < 0)
+		return;
+	if (!strcmp(st.run_id, nr->ex->run->st.run_id) && !strcmp(st.node_path, nr->n->path) &&
+	    ms > st.elapsed_ms) {
+		st.elapsed_ms = ms;
+		al_node_state_write(&st, nr->state_path, nr->task);
+	}
+	al_node_state_release(&st);
+}
+
 /* Continues the node from its state on disk: the task it was given is there, byte for byte. */
 static int reopen(struct al_node_run *nr, const char *task, const char *task_path)
 {
@@ -378,6 +393,10 @@ int al_node_end(struct al_node_run *nr, int rc, struct al_result *res)
 
 	ex->nframes--;
 	ex->resuming = false; /* a frame ended: the stack the run was resumed at is passed */
+	/* paused or blocked: the time until it stopped counts at the resume (an
+	 * agent's error ended the run, its state committed as it was) */
+	if (rc < 0 && rc != AL_EAGENT)
+		al_node_keep_clock(nr);
 	if (rc == 0)
 		al_node_episode(nr);
 	if (rc == 0 && !strcmp(nr->st.status, "error")) /* fail-fast: the run ends here */

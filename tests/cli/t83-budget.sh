@@ -173,6 +173,29 @@ run "$AILOOP" resume
 expect_rc 0 "resume with more time completes"
 expect_eq "$(calls)" 3 "three actuations in all"
 
+# --- the time before a Ctrl-C counts after the resume ---------------------------------------
+R=$TEST_TMP/wall-paused
+loop_repo "$R" a b
+one_loop "$R" gated.md
+printf 'limits: {max_wall_seconds: 3}\n' >>"$R/.ai-loop/flow.yaml"
+commit_all "$R"
+cd "$R"
+export GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
+touch "$GATE"
+rm -f "$STARTED"
+"$AILOOP" run --quiet "fix slowly" >/dev/null 2>&1 &
+pid=$!
+wait_for "$STARTED" && pass || fail "the gated actuator started"
+sleep 3.5
+kill -INT "$pid"
+wait "$pid" && rc=0 || rc=$?
+expect_eq "$rc" 3 "the run is paused"
+rm -f "$GATE"
+run "$AILOOP" resume
+expect_rc 4 "the resume finds the time budget spent by the work before the pause"
+expect_in "$err" "time budget spent: the run has run " "counting the time before the Ctrl-C"
+expect_in "$err" " s, limits.max_wall_seconds is 3, before actuator" "and naming the limit"
+
 # --- the record of agent calls replaced by a link or a FIFO: refused ---------------------
 for kind in link fifo; do
 	budget_repo "record-$kind" "max_agent_calls: 1"

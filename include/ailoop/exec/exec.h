@@ -158,6 +158,15 @@ int al_node_begin(struct al_node_run *nr, struct al_exec *ex, const struct al_no
 /* Writes the node's state, with the time spent on it. */
 int al_node_save(struct al_node_run *nr);
 /*
+ * Writes the time spent on the node into its state on disk, and nothing
+ * else of it: the state in memory may be between two of its writes. For a
+ * node that stops without saving its state (paused, blocked, waiting),
+ * whose time must still count at the resume (limits.max_wall_seconds, a
+ * node's timeout_seconds). Never fails: a clock not kept is a warning's
+ * worth at most, and none is given.
+ */
+void al_node_keep_clock(const struct al_node_run *nr);
+/*
  * The node has ended with `status`: writes its result-output.md (`body`
  * under the common head, or a summary of `message`), and moves it to its
  * last commit (`commit`) or to done.
@@ -179,8 +188,9 @@ int al_node_commit(struct al_node_run *nr, const char *sensors);
 bool al_node_committed(struct al_node_run *nr);
 /*
  * Pops the frame; for `rc` 0, fills `res` from the state and leaves the
- * execution stack (the root stays on it). Frees what begin allocated.
- * Returns `rc`, or an error of its own.
+ * execution stack (the root stays on it); for an error that pauses or
+ * blocks the run (not AL_EAGENT), keeps the node's clock. Frees what begin allocated. Returns
+ * `rc`, or an error of its own.
  */
 int al_node_end(struct al_node_run *nr, int rc, struct al_result *res);
 /*
