@@ -615,7 +615,8 @@ void al_exec_watch_policy(struct al_exec *ex)
 static void end_hooks(struct al_exec *ex, int rc, const struct al_result *res)
 {
 	const char *status = ex->run->st.status;
-	const char *reason = rc < 0 ? al_errmsg() : res->summary ? res->summary : "";
+	const char *reason = rc == AL_EINTR ? "interrupted: the run is paused"
+			     : rc < 0 ? al_errmsg() : res->summary ? res->summary : "";
 	char *why = al_strdup(reason); /* a hook's own message may replace al_errmsg() */
 
 	if (rc == AL_EBLOCKED)

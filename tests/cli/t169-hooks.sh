@@ -192,6 +192,7 @@ done
 expect_eq "$(cat "$HOOKS_OUT/paused-end.status")" "paused" "on_run_end ran for the paused run"
 expect_eq "$(jq -r '[.hook, .status] | join(" ")' "$HOOKS_OUT/paused-end.json")" "on_run_end paused" \
 	"its JSON says paused"
+expect_eq "$(jq -r .summary "$HOOKS_OUT/paused-end.json")" "interrupted: the run is paused" "and why"
 [ $(($(date +%s) - start)) -lt 60 ] && pass || fail "a second signal stopped the slow hook (not its 60 s)"
 group_gone "$(cat "$HOOKS_OUT/slow-end.pid")" && pass || fail "the slow hook's process group is gone"
 expect_in "$(cat .ai-loop/runs/run_*/logs/hooks.log)" "stopped: the run was interrupted" \
