@@ -48,8 +48,9 @@ int64_t al_budget_now(void)
 		long long t;
 		bool got = f && fscanf(f, "%lld", &t) == 1;
 
-		if (f)
-			fclose(f);
+		if (!f)
+			break;
+		fclose(f);
 		if (got)
 			return t;
 		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
