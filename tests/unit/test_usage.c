@@ -214,8 +214,8 @@ Test(usage, a_lost_session_in_each_cli_s_words)
 {
 	static const char *const lost[] = {
 		"No conversation found with session ID: 0f6e0b0c-5a4e-4c7e-9d1a-2b3c4d5e6f70\n",
-		"Error: thread/resume: thread/resume failed: no rollout found for thread id "
-		"11111111-2222-3333-4444-555555555555 (code -32600)\n",
+		("Error: thread/resume: thread/resume failed: no rollout found for thread id "
+		 "11111111-2222-3333-4444-555555555555 (code -32600)\n"),
 		"Error resuming session: No previous sessions found for this project.\n",
 		"\033[91m\033[1mError: \033[0mSession not found\n",
 		"No saved session found with title \"11111111-2222-3333-4444-555555555555\".\n",
