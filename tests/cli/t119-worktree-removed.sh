@@ -22,6 +22,7 @@ if [ ! -e "\$main/removed-once" ]; then
 	touch "\$main/removed-once"
 	git -C "\$main" worktree remove --force "\$wt"
 	[ "$2" != branch ] || git -C "\$main" branch -D -q "\$(git -C "\$main" branch --format='%(refname:short)' | grep -- '--b\$')"
+	touch "\$main/removed-done"
 fi
 echo a >a.txt
 SH
@@ -31,14 +32,14 @@ name: a
 command: sh .ai-loop/agents/a.sh
 ---
 MD
-	# b, the first time, works until its worktree is gone (a minute at most)
+	# b, the first time, works until a has removed all it removes (a minute at most)
 	cat >"$R/.ai-loop/agents/b.sh" <<'SH'
 main=$(cd "$AILOOP_RUN_DIR/../../.." && pwd)
 echo b >b.txt
 if [ ! -e "$main/b-ran-once" ]; then
 	touch "$main/b-ran-once" b-started
 	i=0
-	while [ -e "$PWD/b-started" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	while [ ! -e "$main/removed-done" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 fi
 SH
 	cat >"$R/.ai-loop/agents/b.md" <<'MD'
@@ -57,7 +58,7 @@ flow:
     - {id: a, agent: .ai-loop/agents/a.md}
     - {id: b, agent: .ai-loop/agents/b.md}
 YAML
-	printf 'removed-once\nb-ran-once\nb-started\n' >"$R/.gitignore"
+	printf 'removed-once\nremoved-done\nb-ran-once\nb-started\n' >"$R/.gitignore"
 	commit_all "$R"
 	cd "$R" || exit 1
 }
