@@ -177,7 +177,7 @@ expect_eq "$(calls)" 3 "three actuations in all"
 R=$TEST_TMP/wall-paused
 loop_repo "$R" a b
 one_loop "$R" gated.md
-printf 'limits: {max_wall_seconds: 3}\n' >>"$R/.ai-loop/flow.yaml"
+printf 'limits: {max_wall_seconds: 6}\n' >>"$R/.ai-loop/flow.yaml"
 commit_all "$R"
 cd "$R"
 export GATE=$TEST_TMP/gate STARTED=$TEST_TMP/started
@@ -186,7 +186,7 @@ rm -f "$STARTED"
 "$AILOOP" run --quiet "fix slowly" >/dev/null 2>&1 &
 pid=$!
 wait_for "$STARTED" && pass || fail "the gated actuator started"
-sleep 3.5
+sleep 6.5
 kill -INT "$pid"
 wait "$pid" && rc=0 || rc=$?
 expect_eq "$rc" 3 "the run is paused"
@@ -194,7 +194,7 @@ rm -f "$GATE"
 run "$AILOOP" resume
 expect_rc 4 "the resume finds the time budget spent by the work before the pause"
 expect_in "$err" "time budget spent: the run has run " "counting the time before the Ctrl-C"
-expect_in "$err" " s, limits.max_wall_seconds is 3, before actuator" "and naming the limit"
+expect_in "$err" " s, limits.max_wall_seconds is 6, before actuator" "and naming the limit"
 
 # --- the record of agent calls replaced by a link or a FIFO: refused ---------------------
 for kind in link fifo; do
